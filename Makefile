@@ -1,0 +1,65 @@
+# threadlab - the two commands: `make run` and `make test` (see README.md).
+# Everything else here is what they are made of.
+
+PYTHON      ?= python3
+VENV        := .venv
+THREADLAB   := $(VENV)/bin/threadlab
+JOBS        ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+BUILD       := build
+BUILD_ASAN  := build-asan
+BUILD_TSAN  := build-tsan
+
+.PHONY: all run test deps build build-asan build-tsan venv test-native test-python clean
+
+all: build venv
+
+## run: build, run the default primitives suite, print the table, store the run
+run: build venv
+	$(THREADLAB) bench
+
+## test: every test: native unit tests in the plain, ASan/UBSan and TSan builds, then the Python suite
+test: build build-asan build-tsan venv test-native test-python
+
+deps: .deps.stamp
+.deps.stamp: scripts/install-deps.sh
+	scripts/install-deps.sh
+	@touch $@
+
+define cmake_build
+	cmake -S . -B $(1) -DCMAKE_BUILD_TYPE=$(2) -DTHREADLAB_WERROR=ON $(3) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(1) -j $(JOBS)
+endef
+
+build: deps
+	$(call cmake_build,$(BUILD),Release,)
+
+build-asan: deps
+	$(call cmake_build,$(BUILD_ASAN),RelWithDebInfo,-DTHREADLAB_SANITIZER=address)
+
+build-tsan: deps
+	$(call cmake_build,$(BUILD_TSAN),RelWithDebInfo,-DTHREADLAB_SANITIZER=thread)
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: pyproject.toml | deps
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+	@touch $@
+
+test-native: build build-asan build-tsan
+	cd $(BUILD) && ctest --output-on-failure
+	cd $(BUILD_ASAN) && ctest --output-on-failure
+	cd $(BUILD_TSAN) && ctest --output-on-failure
+
+# The Python suite also runs every native benchmark (quick) from the
+# sanitizer builds; it finds them through these variables.
+test-python: venv build build-asan build-tsan
+	THREADLAB_NATIVE_DIR=$(CURDIR)/$(BUILD)/bin \
+	THREADLAB_ASAN_DIR=$(CURDIR)/$(BUILD_ASAN)/bin \
+	THREADLAB_TSAN_DIR=$(CURDIR)/$(BUILD_TSAN)/bin \
+	$(VENV)/bin/python -m pytest tests -q
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(VENV) .deps.stamp

@@ -1,0 +1,165 @@
+/*
+ * crosscheck.c - threadlab-crosscheck: naive, independent measurements of
+ * three figures of the primitives suite, to check the suite against.
+ *
+ * Deliberately shares nothing with the timing core: another clock
+ * (CLOCK_MONOTONIC instead of the TSC or CLOCK_MONOTONIC_RAW), fixed
+ * iteration counts instead of calibration, the median of a fixed number of
+ * repetitions instead of the adaptive loop, and, for the context switch, the
+ * kernel's own count of context switches (getrusage RUSAGE_THREAD) as the
+ * divisor instead of the number of sched_yield calls.
+ *
+ * Prints one JSON object: {"yield_switch_ns":..., "mutex_lockunlock_ns":...,
+ * "create_join_ns":..., "switches_counted":..., "yields":...}.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+enum { REPEATS = 7 };
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void pin_to(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+        fprintf(stderr, "threadlab-crosscheck: cannot pin to CPU %d\n", cpu);
+        exit(1);
+    }
+}
+
+static long thread_switches(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+/* ---- context switch: two threads on one CPU yield; divide the elapsed
+ * time by the switches the kernel counted. */
+enum { YIELDS = 100000 };
+static atomic_int ready;
+static atomic_long partner_switches;
+static int the_cpu;
+
+static void *yielder(void *arg)
+{
+    (void)arg;
+    pin_to(the_cpu);
+    atomic_fetch_add(&ready, 1);
+    while (atomic_load(&ready) < 2)
+        sched_yield();
+    long before = thread_switches();
+    for (int i = 0; i < YIELDS; i++)
+        sched_yield();
+    atomic_store(&partner_switches, thread_switches() - before);
+    return NULL;
+}
+
+static double yield_switch_once(long *switches)
+{
+    pthread_t t;
+    atomic_store(&ready, 0);
+    pin_to(the_cpu);
+    pthread_create(&t, NULL, yielder, NULL);
+    atomic_fetch_add(&ready, 1);
+    while (atomic_load(&ready) < 2)
+        sched_yield();
+    long before = thread_switches();
+    double t0 = now_ns();
+    for (int i = 0; i < YIELDS; i++)
+        sched_yield();
+    long mine = thread_switches() - before;
+    pthread_join(t, NULL);
+    double t1 = now_ns();
+    *switches = mine + atomic_load(&partner_switches);
+    return *switches > 0 ? (t1 - t0) / (double)*switches : -1.0;
+}
+
+/* ---- uncontended lock+unlock of one default mutex. */
+static double mutex_once(void)
+{
+    enum { N = 10000000 };
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    double t0 = now_ns();
+    for (int i = 0; i < N; i++) {
+        pthread_mutex_lock(&m);
+        pthread_mutex_unlock(&m);
+    }
+    return (now_ns() - t0) / N;
+}
+
+/* ---- create and join a thread that returns at once. */
+static void *nothing(void *arg)
+{
+    return arg;
+}
+
+static double create_join_once(void)
+{
+    enum { N = 5000 };
+    double t0 = now_ns();
+    for (int i = 0; i < N; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, nothing, NULL) != 0) {
+            fprintf(stderr, "threadlab-crosscheck: pthread_create failed\n");
+            exit(1);
+        }
+        pthread_join(t, NULL);
+    }
+    return (now_ns() - t0) / N;
+}
+
+int main(int argc, char **argv)
+{
+    the_cpu = argc > 1 ? atoi(argv[1]) : sched_getcpu();
+    double y[REPEATS], m[REPEATS], c[REPEATS];
+    long switches = 0, min_switches = -1;
+    for (int r = 0; r < REPEATS; r++) {
+        y[r] = yield_switch_once(&switches);
+        if (min_switches < 0 || switches < min_switches)
+            min_switches = switches;
+    }
+    /* The mutex and create loops run unpinned-to-one-CPU as the suite's
+     * single-thread points do, after restoring the full mask. */
+    cpu_set_t all;
+    sched_getaffinity(0, sizeof all, &all);
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+        CPU_SET(cpu, &all);
+    pthread_setaffinity_np(pthread_self(), sizeof all, &all);
+    for (int r = 0; r < REPEATS; r++)
+        m[r] = mutex_once();
+    for (int r = 0; r < REPEATS; r++)
+        c[r] = create_join_once();
+    printf("{\"yield_switch_ns\":%.3f,\"mutex_lockunlock_ns\":%.3f,\"create_join_ns\":%.3f,"
+           "\"switches_counted_min\":%ld,\"yields\":%d,\"repeats\":%d,\"clock\":\"monotonic\"}\n",
+           median(y, REPEATS), median(m, REPEATS), median(c, REPEATS), min_switches, 2 * YIELDS, REPEATS);
+    return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * threadlab/compiler.h - guards that keep the compiler from deleting or
+ * moving the work a benchmark times.
+ */
+#ifndef THREADLAB_COMPILER_H
+#define THREADLAB_COMPILER_H
+
+#include <stdint.h>
+
+/* Makes the compiler believe the value is read: the computation that
+ * produced it cannot be removed. */
+#define tl_do_not_optimize(value) __asm__ volatile("" : : "g"(value) : "memory")
+
+/* Makes the compiler believe all memory may have changed: loads and stores
+ * cannot be hoisted out of, or sunk past, this point. */
+#define tl_clobber_memory() __asm__ volatile("" : : : "memory")
+
+/* Forces a value into a register the compiler must assume was modified, so
+ * a loop over it cannot be strength-reduced or folded. */
+#define tl_launder(var) __asm__ volatile("" : "+r"(var))
+
+#define TL_CACHE_LINE 64
+#define TL_ALIGNED_CACHE_LINE __attribute__((aligned(TL_CACHE_LINE)))
+#define TL_UNUSED __attribute__((unused))
+#define TL_NOINLINE __attribute__((noinline))
+#define TL_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+
+static inline void tl_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#else
+    tl_clobber_memory();
+#endif
+}
+
+#endif

@@ -1,0 +1,470 @@
+"""The store: every run and every record, in one SQLite file.
+
+Guarantees (docs/store.md):
+- A run row is written when the run starts; each record is committed on
+  its own as soon as it arrives; the final status is set at the end.  An
+  interrupted or crashed run therefore keeps every finished data point.
+- WAL journal and a busy timeout: several threadlab processes can read and
+  write the same store at once.
+- PRAGMA user_version is the store's format; MIGRATIONS brings an older
+  file forward in one transaction, and a newer file is refused.
+- A run still marked 'running' whose process is gone is reported as
+  'incomplete' (the row is left as is: reading never writes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from threadlab import stats
+from threadlab.errors import ThreadlabError, UserError
+
+DB_ENV = "THREADLAB_DB"
+BUSY_TIMEOUT_MS = 30_000
+RUN_STATUSES = ("running", "complete", "interrupted", "failed")
+# Words that name a run without being its number or name.
+LATEST_WORDS = ("latest", "last")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+# Ordered; migration i brings user_version from i-1 to i.  Never edit a
+# released migration: append a new one (the store then migrates forward).
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "runs and their records",
+        (
+            """CREATE TABLE runs (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                name TEXT UNIQUE,
+                status TEXT NOT NULL CHECK (status IN ('running', 'complete', 'interrupted', 'failed')),
+                started_at TEXT NOT NULL,
+                finished_at TEXT,
+                hostname TEXT NOT NULL,
+                machine_id TEXT NOT NULL,
+                pid INTEGER NOT NULL,
+                process_key TEXT NOT NULL,
+                threadlab_version TEXT NOT NULL,
+                record_schema TEXT NOT NULL,
+                command TEXT NOT NULL,
+                options TEXT NOT NULL,
+                catalog TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                points_planned INTEGER NOT NULL
+            )""",
+            """CREATE TABLE records (
+                run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                seq INTEGER NOT NULL,
+                point INTEGER NOT NULL,
+                benchmark TEXT NOT NULL,
+                model TEXT NOT NULL,
+                metric TEXT NOT NULL,
+                placement TEXT NOT NULL,
+                params TEXT NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('ok', 'unsupported', 'failed')),
+                reason TEXT,
+                unit TEXT NOT NULL,
+                quantity TEXT NOT NULL,
+                n INTEGER,
+                mean REAL,
+                sd REAL,
+                rsd REAL,
+                median REAL,
+                min REAL,
+                max REAL,
+                checks_failed INTEGER NOT NULL,
+                record TEXT NOT NULL,
+                stored_at TEXT NOT NULL,
+                PRIMARY KEY (run_id, seq)
+            )""",
+            "CREATE INDEX records_by_benchmark ON records(benchmark, metric, placement)",
+            "CREATE INDEX runs_by_machine ON runs(machine_id, started_at)",
+        ),
+    ),
+)
+STORE_FORMAT = len(MIGRATIONS)
+
+
+def user_data_db_path() -> Path:
+    """$XDG_DATA_HOME/threadlab/threadlab.db (~/.local/share/threadlab/threadlab.db)."""
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home).expanduser() / "threadlab" / "threadlab.db"
+
+
+def default_db_path() -> Path:
+    """$THREADLAB_DB, else the user's data directory."""
+    if os.environ.get(DB_ENV):
+        return Path(os.environ[DB_ENV]).expanduser()
+    return user_data_db_path()
+
+
+def now_utc() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+# ------------------------------------------------------ process liveness
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def _process_start(pid: int) -> str | None:
+    """Start time of a live process (clock ticks after boot); None when it
+    is gone or a zombie."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses: split after the last ')'.
+    fields = text[text.rfind(")") + 2 :].split()
+    if not fields or fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
+
+
+def process_key(pid: int | None = None) -> str:
+    """An identity of a process that survives pid reuse: boot, pid, start time."""
+    pid = os.getpid() if pid is None else pid
+    return f"{_boot_id()}:{pid}:{_process_start(pid)}"
+
+
+def process_alive(hostname: str, key: str) -> bool | None:
+    """True/False for a process of this machine; None for another host's."""
+    if hostname != socket.gethostname():
+        return None
+    boot, _, rest = key.partition(":")
+    pid_text, _, start = rest.partition(":")
+    if boot != _boot_id() or not pid_text.isdigit():
+        return False
+    return _process_start(int(pid_text)) == start
+
+
+# ------------------------------------------------------------------ runs
+
+
+@dataclass
+class RunInfo:
+    id: int
+    name: str | None
+    status: str
+    started_at: str
+    finished_at: str | None
+    hostname: str
+    machine_id: str
+    pid: int
+    process_key: str
+    threadlab_version: str
+    command: list[str]
+    options: dict[str, Any]
+    catalog: list[dict[str, Any]]
+    environment: dict[str, Any]
+    points_planned: int
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def display_status(self) -> str:
+        """The status a reader should see: a 'running' run whose process is
+        gone (killed, machine rebooted) or that belongs to another host, where
+        it cannot be checked, is 'incomplete'."""
+        if self.status != "running":
+            return self.status
+        return "running" if process_alive(self.hostname, self.process_key) else "incomplete"
+
+    @property
+    def label(self) -> str:
+        return f"run {self.id}" + (f" ({self.name})" if self.name else "")
+
+
+_RUN_COLUMNS = (
+    "id, name, status, started_at, finished_at, hostname, machine_id, pid, process_key, "
+    "threadlab_version, command, options, catalog, environment, points_planned"
+)
+
+
+def _run_from_row(row: sqlite3.Row) -> RunInfo:
+    return RunInfo(
+        id=row["id"],
+        name=row["name"],
+        status=row["status"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        hostname=row["hostname"],
+        machine_id=row["machine_id"],
+        pid=row["pid"],
+        process_key=row["process_key"],
+        threadlab_version=row["threadlab_version"],
+        command=json.loads(row["command"]),
+        options=json.loads(row["options"]),
+        catalog=json.loads(row["catalog"]),
+        environment=json.loads(row["environment"]),
+        points_planned=row["points_planned"],
+    )
+
+
+class Store:
+    """One open store.  Use as a context manager, or call close()."""
+
+    def __init__(self, path: Path, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise NoStore(self.path)
+        if create:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise UserError(f"--db {self.path}: cannot create its directory: {error.strerror}") from None
+        try:
+            # isolation_level=None: transactions are explicit (_transaction),
+            # so the sqlite3 module never opens one behind our back.
+            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._migrate()
+        except sqlite3.OperationalError as error:  # cannot open, locked past the busy timeout, ...
+            raise ThreadlabError(f"--db {self.path}: cannot open the store: {error}") from None
+        except sqlite3.DatabaseError as error:  # "file is not a database"
+            raise UserError(f"--db {self.path}: not a usable threadlab store ({error})") from None
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction.  IMMEDIATE takes the write lock at once, so
+        two writers queue on the busy timeout instead of one failing with
+        'database is locked' when it tries to upgrade a read lock."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+            self._db.execute("COMMIT")
+        except BaseException:
+            # Also on KeyboardInterrupt: never leave half a write behind.
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+
+    # ------------------------------------------------------------ format
+
+    @property
+    def format_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        latest = len(MIGRATIONS)
+        if self.format_version == latest:
+            return
+        with self._transaction() as db:
+            version = self.format_version  # again, under the lock: another process may have migrated
+            if version > latest:
+                raise UserError(
+                    f"--db {self.path}: store format {version} was written by a newer threadlab "
+                    f"(this one reads formats up to {latest}); upgrade threadlab"
+                )
+            for migration in MIGRATIONS[version:]:
+                try:
+                    for statement in migration.statements:
+                        db.execute(statement)
+                except sqlite3.Error as error:
+                    raise ThreadlabError(
+                        f"--db {self.path}: migrating the store to format {migration.version} "
+                        f"({migration.description}) failed: {error}; the store is unchanged"
+                    ) from None
+            # user_version lives in the database header: it commits with the tables.
+            db.execute(f"PRAGMA user_version = {latest}")
+
+    # -------------------------------------------------------------- runs
+
+    def require_free_name(self, name: str | None) -> None:
+        """Refuses a run name that another run has (names must resolve to one run)."""
+        if name is None:
+            return
+        row = self._db.execute("SELECT id FROM runs WHERE name = ?", (name,)).fetchone()
+        if row:
+            raise UserError(f"--name {name}: a run with that name exists already (run {row['id']})")
+
+    def create_run(
+        self,
+        *,
+        name: str | None,
+        command: Sequence[str],
+        options: Mapping[str, Any],
+        catalog: Sequence[Mapping[str, Any]],
+        environment: Mapping[str, Any],
+        points_planned: int,
+        record_schema: str,
+        threadlab_version: str,
+    ) -> int:
+        """The row of a starting run (status 'running'); its id."""
+        host = environment.get("host", {})
+        try:
+            with self._transaction() as db:
+                cursor = db.execute(
+                    """INSERT INTO runs (name, status, started_at, hostname, machine_id, pid, process_key,
+                       threadlab_version, record_schema, command, options, catalog, environment, points_planned)
+                       VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (
+                        name,
+                        now_utc(),
+                        host.get("hostname") or socket.gethostname(),
+                        host.get("machine_id") or "unknown",
+                        os.getpid(),
+                        process_key(),
+                        threadlab_version,
+                        record_schema,
+                        _json(list(command)),
+                        _json(dict(options)),
+                        _json(list(catalog)),
+                        _json(dict(environment)),
+                        points_planned,
+                    ),
+                )
+        except sqlite3.IntegrityError:  # another process took the name since require_free_name
+            self.require_free_name(name)
+            raise
+        return int(cursor.lastrowid)
+
+    def add_record(self, run_id: int, point: int, record: Mapping[str, Any]) -> int:
+        """Commits one validated record of a run; its sequence number."""
+        summary = stats.record_summary(record)
+        failed_checks = sum(1 for check in record.get("checks", []) if not check["ok"])
+        with self._transaction() as db:
+            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM records WHERE run_id = ?", (run_id,)).fetchone()[0]
+            db.execute(
+                """INSERT INTO records (run_id, seq, point, benchmark, model, metric, placement, params, status,
+                   reason, unit, quantity, n, mean, sd, rsd, median, min, max, checks_failed, record, stored_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    run_id,
+                    seq,
+                    point,
+                    record["benchmark"],
+                    record["model"],
+                    record["metric"],
+                    record["placement"],
+                    _json(record["params"]),
+                    record["status"],
+                    record["reason"],
+                    record["unit"],
+                    record["quantity"],
+                    summary.n if summary else None,
+                    summary.mean if summary else None,
+                    summary.sd if summary else None,
+                    summary.rsd if summary else None,
+                    summary.median if summary else None,
+                    summary.min if summary else None,
+                    summary.max if summary else None,
+                    failed_checks,
+                    json.dumps(record, separators=(",", ":")),
+                    now_utc(),
+                ),
+            )
+        return int(seq)
+
+    def finish_run(self, run_id: int, status: str, environment: Mapping[str, Any] | None = None) -> None:
+        """Sets the final status (and the environment with its end-of-run values)."""
+        if status not in RUN_STATUSES or status == "running":
+            raise ValueError(f"not a final run status: {status}")
+        with self._transaction() as db:
+            db.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, now_utc(), run_id))
+            if environment is not None:
+                db.execute("UPDATE runs SET environment = ? WHERE id = ?", (_json(dict(environment)), run_id))
+
+    # ------------------------------------------------------------ reading
+
+    def _counts(self, run_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+        counts: dict[int, dict[str, int]] = {run_id: {} for run_id in run_ids}
+        if not run_ids:
+            return counts
+        marks = ",".join("?" * len(run_ids))
+        for row in self._db.execute(
+            f"SELECT run_id, status, COUNT(*) AS n FROM records WHERE run_id IN ({marks}) GROUP BY run_id, status",
+            tuple(run_ids),
+        ):
+            counts[row["run_id"]][row["status"]] = row["n"]
+        return counts
+
+    def _runs_where(self, where: str, args: tuple[Any, ...] = (), limit: int | None = None) -> list[RunInfo]:
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY id DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        runs = [_run_from_row(row) for row in self._db.execute(sql, args)]
+        counts = self._counts([run.id for run in runs])
+        for run in runs:
+            run.counts = counts[run.id]
+        return runs
+
+    def runs(self, limit: int | None = None) -> list[RunInfo]:
+        """Runs, newest first."""
+        return self._runs_where("", (), limit)
+
+    def resolve_run(self, ref: str) -> RunInfo:
+        """The run a RUN argument names: its number, its name, or 'latest'/'last'."""
+        text = ref.strip()
+        if text.lower() in LATEST_WORDS:
+            found = self._runs_where("", (), 1)
+        elif text.isdigit():
+            found = self._runs_where("WHERE id = ?", (int(text),))
+        else:
+            found = self._runs_where("WHERE name = ?", (text,))
+        if found:
+            return found[0]
+        total = self._db.execute("SELECT COUNT(*), MIN(id), MAX(id) FROM runs").fetchone()
+        if total[0] == 0:
+            raise UserError(f"no run '{ref}': the store {self.path} has no runs yet (start one with `threadlab bench`)")
+        raise UserError(
+            f"no run '{ref}' in {self.path}; RUN is a run number ({total[1]}..{total[2]}), "
+            "a run name, or 'latest' (see `threadlab runs`)"
+        )
+
+    def records(self, run_id: int) -> list[dict[str, Any]]:
+        """The records of a run, in the order they were stored."""
+        rows = self._db.execute("SELECT record FROM records WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [json.loads(row["record"]) for row in rows]
+
+
+class NoStore(UserError):
+    """The store file does not exist (a read command on a fresh machine)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"no store at {path} yet (start a run with `threadlab bench`, or pass --db)")
+        self.path = path
+
+
+def validate_run_name(name: str) -> str:
+    """A --name that can never be mistaken for a run number or 'latest'."""
+    text = name.strip()
+    if not text or len(text) > 100:
+        raise UserError(f"--name {name!r}: expected 1 to 100 characters")
+    if text.isdigit() or text.lower() in LATEST_WORDS:
+        raise UserError(f"--name {name}: a name cannot be a number or one of {', '.join(LATEST_WORDS)} (they name runs already)")
+    return text

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the Debian packages threadlab builds and runs with.  As root it
+# runs apt-get; otherwise it prints the exact command to run and fails, so
+# nothing is half set up.  Quiet and quick when everything is present.
+set -euo pipefail
+
+packages=(
+  gcc g++ make cmake pkg-config   # the native build
+  libhwloc-dev hwloc              # topology and CPU placement
+  python3 python3-venv            # the front end's virtual environment
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+
+# A python3 outside Debian's (pyenv, a distribution of its own) brings its
+# own venv module; Debian's python3-venv is only needed when that fails.
+if [[ " ${missing[*]} " == *" python3-venv "* ]] || [[ " ${missing[*]} " == *" python3 "* ]]; then
+  if python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    kept=()
+    for pkg in "${missing[@]}"; do
+      [[ "$pkg" == python3 || "$pkg" == python3-venv ]] || kept+=("$pkg")
+    done
+    missing=("${kept[@]+"${kept[@]}"}")
+  fi
+fi
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "threadlab needs these Debian packages: ${missing[*]}" >&2
+  echo "install them with:" >&2
+  echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "installing Debian packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,112 @@
+"""Shared fixtures: a fake native program, a private store, CLI runners."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from threadlab import cli
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parents[1]
+# Where the real native programs are, read before the fixtures hide them:
+# $THREADLAB_NATIVE_DIR as the test run was started, else build/bin.
+REAL_NATIVE_DIR = Path(os.environ.get("THREADLAB_NATIVE_DIR") or REPO / "build" / "bin")
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test touches the user's store or finds the real build by accident."""
+    monkeypatch.setenv("THREADLAB_DB", str(tmp_path / "store.db"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(tmp_path / "no-native-programs"))
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"
+
+
+@pytest.fixture
+def fake_native(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A THREADLAB_NATIVE_DIR holding threadlab-bench-fake."""
+    directory = tmp_path / "native"
+    directory.mkdir()
+    program = directory / "threadlab-bench-fake"
+    program.write_text(f"#!{sys.executable}\n" + (FIXTURES / "fake_bench.py").read_text())
+    program.chmod(0o755)
+    monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(directory))
+    return directory
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """threadlab in this process: (exit status, stdout, stderr)."""
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = cli.main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def threadlab_process(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
+    """threadlab as its own process (for signals)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "threadlab", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "python")},
+        **kwargs,
+    )
+
+
+def stored_records(db: Path) -> list[dict[str, Any]]:
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT record FROM records ORDER BY run_id, seq").fetchall()
+    return [json.loads(row[0]) for row in rows]
+
+
+def wait_for_records(db: Path, count: int, timeout_s: float = 30.0) -> None:
+    """Until the store holds `count` records (polling: another process writes)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if db.exists() and len(stored_records(db)) >= count:
+                return
+        except sqlite3.OperationalError:
+            pass  # tables not created yet
+        time.sleep(0.05)
+    raise AssertionError(f"the store did not reach {count} records within {timeout_s} s")
+
+
+def load_real_record() -> dict[str, Any]:
+    """A record as threadlab-bench-posix printed it."""
+    return json.loads((FIXTURES / "record-pthread-empty.json").read_text())
+
+
+def make_record(**changes: Any) -> dict[str, Any]:
+    """A valid record (the real one) with fields replaced."""
+    record = copy.deepcopy(load_real_record())
+    record.update(changes)
+    return record
+
+
+def measured(benchmark: str, samples: list[float], placement: str = "none", **changes: Any) -> dict[str, Any]:
+    """A valid ok record of the given samples."""
+    from threadlab import stats
+
+    summary = stats.summarize(samples).as_dict()
+    return make_record(benchmark=benchmark, placement=placement, samples=samples, summary=summary, **changes)

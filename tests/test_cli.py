@@ -52,7 +52,7 @@ def test_filter_selects_by_glob_and_by_prefix(fake_native: Path, run_cli: RunCli
         (["--min-timings", "2.5"], "--min-timings 2.5: expected an integer from 2 to 100000"),
         (["--max-timings", "100001"], "--max-timings 100001: expected an integer from 2 to 100000"),
         (["--min-timings", "20", "--max-timings", "10"], "--max-timings 10: expected at least --min-timings (20)"),
-        (["--max-timings", "4"], "--max-timings 4: expected at least the default --min-timings (5)"),
+        (["--max-timings", "4"], "--max-timings 4: expected at least the default --min-timings (10)"),
         (["--timeout", "0"], "--timeout 0: expected a number from 1 to 86400 (seconds)"),
         (["--warmup", "-1"], "--warmup -1: expected an integer from 0 to 1000"),
         (["--min-timing-ms", "0"], "--min-timing-ms 0: expected a number from 0.001 to 10000"),
@@ -87,7 +87,7 @@ def test_help_states_the_defaults(run_cli: RunCli) -> None:
     assert code == 0
     flat = " ".join(out.split())
     assert "default 0.05" in flat and "default 120 s, 30 s with --quick" in flat
-    assert "default 5, 3 with --quick" in flat  # min-timings
+    assert "default 10, 3 with --quick" in flat  # min-timings
     assert "130 interrupted" in flat
 
 

@@ -132,7 +132,7 @@ def test_context_switch_methods_that_disagree_are_flagged() -> None:
     section = table.context_switch_section(records)
     assert section is not None
     assert [m.benchmark for m in section.methods] == ["ctxswitch.futex", "ctxswitch.pipe", "pthread.yield.pingpong"]
-    assert section.verdict.startswith("DISAGREEMENT: the methods' medians differ by a factor of 4.0 (more than 2)")
+    assert section.verdict.startswith("DISAGREEMENT: the methods' medians differ by a factor of 4.00 (more than 2)")
     assert "slowest ctxswitch.pipe 4.80 µs, fastest pthread.yield.pingpong 1.20 µs" in section.verdict
 
 

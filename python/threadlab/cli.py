@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Sequence
 
-from threadlab import __version__, environment, native, runner, schema
+from threadlab import __version__, crosscheck, environment, native, runner, schema
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.listing import render_catalog, render_run_header, render_runs
 from threadlab.native import NATIVE_DEFAULTS, PLACEMENTS, BenchmarkInfo, PointOptions
@@ -154,6 +154,7 @@ def build_parser() -> ArgumentParser:
     _add_list(commands, common)
     _add_runs(commands, common)
     _add_show(commands, common)
+    _add_crosscheck(commands, common)
     return parser
 
 
@@ -262,6 +263,20 @@ def _add_show(commands: Any, common: ArgumentParser) -> None:
     show.add_argument("run", nargs="?", default="latest", metavar="RUN",
                       help="a run number, a run name, or latest/last (default latest)")
     show.add_argument("--json", action="store_true", help="print the run's records as JSON Lines instead")
+
+
+def _add_crosscheck(commands: Any, common: ArgumentParser) -> None:
+    check = commands.add_parser(
+        "crosscheck", parents=[common],
+        help="check three figures of the suite against naive, independent measurements",
+        description="Measure, in one run and in alternating rounds, the same-CPU yield switch, the uncontended "
+        "mutex lock+unlock and pthread create+join with the suite and with threadlab-crosscheck, a naive "
+        "program that shares no code with the timing core; print each side's median and their ratio.",
+    )
+    check.set_defaults(handler=cmd_crosscheck)
+    check.add_argument("--rounds", type=number("--rounds", int, 1, 100), default=3, metavar="N",
+                       help="alternating rounds of both sides, 1..100 (default 3)")
+    check.add_argument("--json", action="store_true", help="print the results as one JSON object per figure")
 
 
 # ---------------------------------------------------------------- helpers
@@ -468,6 +483,17 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_crosscheck(args: argparse.Namespace) -> int:
+    progress = (lambda text: print(f"{PROG}: {text}", file=sys.stderr)) if not args.json else (lambda text: None)
+    results = crosscheck.run(args.rounds, progress)
+    if args.json:
+        for result in results:
+            print(json.dumps(result.as_dict()))
+    else:
+        print(crosscheck.format_table(results))
+    return EXIT_OK
+
+
 # -------------------------------------------------------------------- main
 
 
@@ -478,7 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(arguments)
         args.argv = arguments
         if not getattr(args, "handler", None):
-            raise UserError(f"a command is required: bench, list, runs or show (see `{PROG} --help`)")
+            raise UserError(f"a command is required: bench, list, runs, show or crosscheck (see `{PROG} --help`)")
         return int(args.handler(args))
     except ThreadlabError as error:  # UserError included
         print(f"{PROG}: error: {error}", file=sys.stderr)

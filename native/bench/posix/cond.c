@@ -17,6 +17,8 @@ static int run_pingpong(tl_ctx *ctx)
 
 static int run_signal(tl_ctx *ctx)
 {
+    if (tl_process_multithreaded(ctx) != 0)
+        return -1;
     return sync_cond_signal_measure(ctx, NULL, NULL);
 }
 

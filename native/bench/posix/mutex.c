@@ -123,6 +123,10 @@ static void check_calls(tl_ctx *ctx, const lu_state *s)
 static int run_mutex_lockunlock(tl_ctx *ctx)
 {
     const char *kind = tl_param(ctx, "kind");
+    /* process=single-threaded shows glibc's shortcut for processes that
+     * never created a thread (see native/core/bystander.c). */
+    if (strcmp(tl_param(ctx, "process"), "multi-threaded") == 0 && tl_process_multithreaded(ctx) != 0)
+        return -1;
     pthread_mutex_t m;
     int prepared = sync_mutex_prepare(ctx, &m, kind);
     if (prepared != 0)
@@ -139,6 +143,8 @@ static int run_mutex_lockunlock(tl_ctx *ctx)
 
 static int run_spin_lockunlock(tl_ctx *ctx)
 {
+    if (tl_process_multithreaded(ctx) != 0)
+        return -1;
     pthread_spinlock_t l;
     int rc = pthread_spin_init(&l, PTHREAD_PROCESS_PRIVATE);
     if (rc != 0) {
@@ -159,6 +165,8 @@ static int run_spin_lockunlock(tl_ctx *ctx)
  * thread tries the lock the held one must refuse. */
 static int run_rwlock(tl_ctx *ctx, int write)
 {
+    if (tl_process_multithreaded(ctx) != 0)
+        return -1;
     pthread_rwlock_t l;
     int rc = pthread_rwlock_init(&l, NULL);
     if (rc != 0) {
@@ -209,6 +217,8 @@ static double time_nocontention(void *arg, uint64_t iterations)
 
 static int run_nocontention(tl_ctx *ctx)
 {
+    if (tl_process_multithreaded(ctx) != 0)
+        return -1;
     const char *kind = tl_param(ctx, "kind");
     nc_state s = {.ctx = ctx};
     int prepared = sync_mutex_prepare(ctx, &s.m[0], kind);
@@ -252,6 +262,8 @@ static int run_nocontention(tl_ctx *ctx)
 
 static int run_array(tl_ctx *ctx, int time_lock)
 {
+    if (tl_process_multithreaded(ctx) != 0)
+        return -1;
     size_t size = (size_t)tl_param_long(ctx, "size", 1, 1L << 24);
     sync_mutex_array a;
     if (sync_mutex_array_init(ctx, &a, size) != 0) {
@@ -280,13 +292,20 @@ static const tl_param_def kind_param_normal[] = {
      .check = sync_mutex_kind_check},
     {0},
 };
-static const tl_param_def kind_param_all[] = {
+static const char *const process_values[] = {"multi-threaded", "single-threaded", NULL};
+static const char *const process_quick[] = {"multi-threaded", NULL};
+static const tl_param_def lockunlock_params[] = {
     {.name = "kind",
      .help = "mutex kind: normal, errorcheck, recursive, adaptive, pi (priority inheritance), pp (priority "
              "protection, ceiling = lowest SCHED_FIFO priority)",
      .values = sync_mutex_kinds,
      .quick_values = kind_normal,
      .check = sync_mutex_kind_check},
+    {.name = "process",
+     .help = "multi-threaded: as in any program with threads; single-threaded: a process that never created a "
+             "thread, where glibc skips the atomic instructions",
+     .values = process_values,
+     .quick_values = process_quick},
     {0},
 };
 static const char *const size_values[] = {"4096", NULL};
@@ -322,7 +341,7 @@ const tl_bench tl_posix_mutex[] = {
      .quantity = "time per lock+unlock pair",
      .unit = "ns",
      .threads = 0,
-     .params = kind_param_all,
+     .params = lockunlock_params,
      .run = run_mutex_lockunlock},
     {.name = "pthread.mutex.lock.array",
      .model = "pthread",

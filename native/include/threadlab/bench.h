@@ -162,6 +162,13 @@ int tl_thread_create(tl_ctx *ctx, unsigned slot, pthread_t *thread, void *(*fn)(
  * slot is unbound.  Returns 0 or an errno value. */
 int tl_attr_place(tl_ctx *ctx, unsigned slot, pthread_attr_t *attr);
 
+/* Makes the process multi-threaded for the rest of its life (a parked
+ * bystander thread).  glibc skips the atomic instructions of lock
+ * operations in a process that never created a thread; single-thread lock
+ * benchmarks call this first so that they measure what threaded programs
+ * pay.  Returns 0, or -1 after tl_fail. */
+int tl_process_multithreaded(tl_ctx *ctx);
+
 /* ---------------------------------------------------------- measurement */
 
 /* Calibrates, warms up and samples until the stopping rule is met.  The

@@ -1,0 +1,348 @@
+/*
+ * threadlab/rm.h - threadlab-rm, the resource manager of multiprogrammed
+ * OpenMP applications (seed 004), and the shared-memory arena through which
+ * it talks to them (docs/rm.md).
+ *
+ * The arena is one POSIX shared-memory object, "/threadlab-rm-<uid>" (or
+ * $THREADLAB_RM_ARENA), created by the manager: a header, then one slot per
+ * registered application.  Layout version 1 is defined by the two structs
+ * below and nowhere else: `threadlab-rm --layout` prints their sizes and
+ * offsets, and every reader refuses a mismatch of magic, version, header
+ * size, slot size or object size with a message naming both sides.
+ *
+ * Who writes what:
+ *   header identity     the manager, once, at creation (magic last)
+ *   header manager_*    the manager (heartbeat every quantum)
+ *   header ctl_*        `threadlab-rm --set` (ctl_seq last), acked by the manager
+ *   header wake         anyone: +1 then FUTEX_WAKE, to make the manager look now
+ *   slot, app part      the application that claimed the slot (CAS on state)
+ *   slot, manager part  the manager, under the slot's seqlock; epoch +1 and a
+ *                       FUTEX_WAKE on it at every new allocation
+ *
+ * All shared fields are read and written with __atomic builtins.  Futexes
+ * on the arena are shared (not FUTEX_PRIVATE), so they work across
+ * processes.
+ *
+ * Terms: an application's *team* (alloc) is how many threads its next
+ * parallel region may use, always >= 1 (its master always runs); the CPUs
+ * it *owns* (owned, cpus) are the manager's CPUs given to it.  The sum of
+ * owned CPUs never exceeds the managed CPUs; when applications outnumber
+ * CPUs some own none and run their master only.
+ */
+#ifndef THREADLAB_RM_H
+#define THREADLAB_RM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ constants */
+
+#define TL_RM_MAGIC UINT64_C(0x414e5241204d524c) /* "LRM ARNA" little endian */
+#define TL_RM_LAYOUT_VERSION 1u
+#define TL_RM_MAX_CPUS 1024u
+#define TL_RM_CPU_WORDS (TL_RM_MAX_CPUS / 64u)
+#define TL_RM_DEFAULT_SLOTS 64u
+#define TL_RM_MAX_SLOTS 4096u
+#define TL_RM_DEFAULT_QUANTUM_MS 100u
+#define TL_RM_MIN_QUANTUM_MS 1u
+#define TL_RM_MAX_QUANTUM_MS 60000u
+#define TL_RM_COMM_LEN 16u
+
+/* Environment variables. */
+#define TL_RM_ENV_ARENA "THREADLAB_RM_ARENA" /* shm name, default /threadlab-rm-<uid> */
+#define TL_RM_ENV_DIR "THREADLAB_RM_DIR"     /* log/pid/lock directory */
+
+/* Scheduling policies (header.policy). */
+enum {
+    TL_RM_POLICY_EQUI = 1,      /* equipartition (dynamic space sharing) */
+    TL_RM_POLICY_TIMESHARE = 2, /* equipartition; the remainder and, when
+                                   apps outnumber CPUs, the CPUs themselves
+                                   rotate every quantum (the paper's) */
+    TL_RM_POLICY_STATIC = 3,    /* a share fixed at arrival (baseline) */
+};
+#define TL_RM_POLICY_DEFAULT TL_RM_POLICY_TIMESHARE
+
+/* header.manager_state */
+enum { TL_RM_MANAGER_NONE = 0, TL_RM_MANAGER_RUNNING = 1, TL_RM_MANAGER_STOPPED = 2 };
+
+/* slot.state */
+enum { TL_RM_SLOT_FREE = 0, TL_RM_SLOT_CLAIMED = 1, TL_RM_SLOT_ACTIVE = 2 };
+
+/* slot.flags (set by the application) */
+#define TL_RM_APP_PINNED 1u /* pins its team threads to its CPUs */
+
+/* Results of tl_rm_open / tl_rm_create. */
+enum {
+    TL_RM_OK = 0,
+    TL_RM_ENOENT = 1,   /* no arena: no manager has run */
+    TL_RM_EVERSION = 2, /* magic, version or sizes differ: refused */
+    TL_RM_EINIT = 3,    /* being created (magic not yet written) */
+    TL_RM_ESYS = 4,     /* a system call failed (err says which) */
+    TL_RM_EBUSY = 5,    /* another manager runs on this arena */
+};
+
+/* --------------------------------------------------------------- layout */
+
+typedef struct {
+    uint64_t bits[TL_RM_CPU_WORDS];
+} tl_rm_cpuset;
+
+typedef struct {
+    /* Identity: written once by the creating manager; magic last. */
+    uint64_t magic;
+    uint32_t layout_version;
+    uint32_t header_size;   /* sizeof(tl_rm_header) */
+    uint32_t slot_size;     /* sizeof(tl_rm_slot) */
+    uint32_t nslots;
+    uint32_t ncpus;         /* managed CPUs (popcount of cpus) */
+    uint32_t max_cpus;      /* TL_RM_MAX_CPUS: bits of a tl_rm_cpuset */
+    uint64_t created_ns;    /* CLOCK_REALTIME at creation */
+    uint64_t reserved0[3];
+
+    /* The manager (64-byte line). */
+    _Alignas(64) int32_t manager_pid;
+    uint32_t manager_state;        /* TL_RM_MANAGER_* */
+    uint64_t manager_start;        /* start time of manager_pid (clock ticks after boot) */
+    uint64_t manager_heartbeat_ns; /* CLOCK_MONOTONIC, every quantum */
+    uint32_t generation;           /* +1 at every manager start on this arena */
+    uint32_t policy;               /* TL_RM_POLICY_* in force */
+    uint32_t quantum_ms;           /* in force */
+    uint32_t reserved1;
+    uint64_t quanta;               /* quanta elapsed since the manager started */
+    uint64_t reserved2[2];
+
+    /* Wake-up word (own line: every application writes it). */
+    _Alignas(64) uint32_t wake;
+    uint32_t reserved3[15];
+
+    /* Control requests of `threadlab-rm --set` (own line). */
+    _Alignas(64) uint32_t ctl_seq;   /* request number, written last */
+    uint32_t ctl_ack;                /* the manager: the last request applied */
+    uint32_t ctl_policy;             /* 0 = unchanged */
+    uint32_t ctl_quantum_ms;         /* 0 = unchanged */
+    int32_t ctl_result;              /* 0 applied, else an errno value */
+    uint32_t ctl_lock;               /* 0 free, 1 a writer is filling ctl_* */
+    uint64_t reserved4[5];
+
+    /* Counters, for `threadlab rm status`. */
+    _Alignas(64) uint64_t arrivals;  /* registrations ever (arrival order) */
+    uint64_t reallocations;          /* allocations that changed */
+    uint64_t reclaimed;              /* slots of dead applications freed */
+    uint64_t full;                   /* registrations refused: arena full */
+    uint64_t reserved5[4];
+
+    /* The managed CPUs. */
+    _Alignas(64) tl_rm_cpuset cpus;
+} tl_rm_header;
+
+typedef struct {
+    /* Identity (written by the application while state is CLAIMED). */
+    uint32_t state;          /* TL_RM_SLOT_*; claimed by CAS FREE -> CLAIMED */
+    int32_t pid;
+    uint64_t start_time;     /* /proc/PID/stat field 22: defeats pid reuse */
+    uint64_t arrival;        /* header.arrivals at registration */
+    uint64_t registered_ns;  /* CLOCK_MONOTONIC */
+    char comm[TL_RM_COMM_LEN];
+    uint32_t max_request;    /* omp_get_max_threads() at registration */
+    uint32_t flags;          /* TL_RM_APP_* */
+
+    /* Written by the application at every managed region (own line). */
+    _Alignas(64) uint32_t requested; /* parallelism of its latest region, >= 1 */
+    uint32_t last_team;      /* team size it used */
+    uint64_t heartbeat_ns;   /* CLOCK_MONOTONIC_COARSE of its latest region */
+    uint64_t regions;        /* managed regions started */
+    uint64_t reserved0[5];
+
+    /* Written by the manager (seqlock: seq odd while writing). */
+    _Alignas(64) uint32_t seq;
+    uint32_t epoch;          /* +1 at every new allocation; a futex word */
+    uint32_t alloc;          /* team size allowed, >= 1 */
+    uint32_t owned;          /* CPUs owned (popcount of cpus) */
+    uint64_t changes;        /* allocations that changed */
+    uint64_t reserved1[5];
+    tl_rm_cpuset cpus;       /* CPUs owned */
+} tl_rm_slot;
+
+/* A mapped arena. */
+typedef struct {
+    tl_rm_header *hdr;
+    tl_rm_slot *slots;
+    size_t size;
+    int fd;
+    uint64_t dev, ino;       /* identity of the shm object */
+    char name[256];
+} tl_rm_arena;
+
+/* ------------------------------------------------------------ cpu sets */
+
+static inline void tl_rm_cpuset_zero(tl_rm_cpuset *s)
+{
+    for (unsigned i = 0; i < TL_RM_CPU_WORDS; i++)
+        s->bits[i] = 0;
+}
+static inline void tl_rm_cpuset_add(tl_rm_cpuset *s, unsigned cpu)
+{
+    if (cpu < TL_RM_MAX_CPUS)
+        s->bits[cpu / 64] |= UINT64_C(1) << (cpu % 64);
+}
+static inline void tl_rm_cpuset_del(tl_rm_cpuset *s, unsigned cpu)
+{
+    if (cpu < TL_RM_MAX_CPUS)
+        s->bits[cpu / 64] &= ~(UINT64_C(1) << (cpu % 64));
+}
+static inline int tl_rm_cpuset_has(const tl_rm_cpuset *s, unsigned cpu)
+{
+    return cpu < TL_RM_MAX_CPUS && ((s->bits[cpu / 64] >> (cpu % 64)) & 1u);
+}
+static inline unsigned tl_rm_cpuset_count(const tl_rm_cpuset *s)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < TL_RM_CPU_WORDS; i++)
+        n += (unsigned)__builtin_popcountll(s->bits[i]);
+    return n;
+}
+static inline int tl_rm_cpuset_equal(const tl_rm_cpuset *a, const tl_rm_cpuset *b)
+{
+    for (unsigned i = 0; i < TL_RM_CPU_WORDS; i++)
+        if (a->bits[i] != b->bits[i])
+            return 0;
+    return 1;
+}
+/* "0-3,8" (at most len bytes, always terminated). */
+void tl_rm_cpuset_format(const tl_rm_cpuset *s, char *buf, size_t len);
+/* Parses "0-3,8"; returns 0, or -1 on a malformed list or a CPU >= TL_RM_MAX_CPUS. */
+int tl_rm_cpuset_parse(const char *text, tl_rm_cpuset *s);
+
+/* -------------------------------------------------------------- policy */
+
+/* One application as the policy sees it. */
+typedef struct {
+    uint32_t key;            /* the caller's identity (slot index) */
+    uint64_t arrival;        /* registration order: smaller arrived earlier */
+    uint32_t request;        /* requested parallelism (0 counts as 1) */
+    uint32_t prev_alloc;     /* its previous team size, 0 = not allocated yet */
+    tl_rm_cpuset prev_cpus;  /* the CPUs it owned (affinity history) */
+} tl_rm_policy_app;
+
+typedef struct {
+    uint32_t alloc;          /* team size, >= 1, <= max(1, request) */
+    tl_rm_cpuset cpus;       /* owned CPUs: disjoint, within the machine */
+} tl_rm_policy_out;
+
+/* The policy as a pure function of its inputs: out[i] for apps[i].  round
+ * is the quantum number (the time-sharing variant rotates with it).
+ * Guarantees (tested in native/tests/test_rm_policy.c):
+ *   - every application gets a team of at least 1 (its master) and at most
+ *     its request; alloc == max(1, CPUs owned);
+ *   - owned CPU sets are disjoint subsets of `machine`, so their sizes sum
+ *     to at most the CPUs; with napps <= CPUs the teams sum to at most the
+ *     CPUs too (except under static, where an application arriving when
+ *     every CPU is taken runs its master alone, owning none);
+ *   - an application keeps the CPUs it owned as far as its new count allows
+ *     (affinity), and takes free ones lowest first.
+ * Unknown policies behave as TL_RM_POLICY_EQUI. */
+void tl_rm_policy_compute(unsigned policy, const tl_rm_cpuset *machine, uint64_t round,
+                          const tl_rm_policy_app *apps, unsigned napps, tl_rm_policy_out *out);
+
+const char *tl_rm_policy_name(unsigned policy); /* "equipartition", ... or "unknown" */
+/* Policy number of a name ("equipartition"/"equi"/"dss", "timeshare"/"ts",
+ * "static"), 0 when unknown. */
+unsigned tl_rm_policy_parse(const char *name);
+
+/* --------------------------------------------------------------- arena */
+
+/* The arena's name: $THREADLAB_RM_ARENA, else "/threadlab-rm-<uid>". */
+void tl_rm_arena_name(char *buf, size_t len);
+/* The directory of the log, pid and lock files: $THREADLAB_RM_DIR, else
+ * $XDG_RUNTIME_DIR/threadlab, else /tmp/threadlab-<uid>.  With create, it
+ * is made (mode 0700) and must belong to this user.  0, or -1 with err. */
+int tl_rm_runtime_dir(char *buf, size_t len, int create, char *err, size_t errlen);
+
+/* The bytes an arena of nslots slots occupies. */
+size_t tl_rm_arena_bytes(unsigned nslots);
+
+/* Checks a mapped object of `size` bytes: TL_RM_OK, TL_RM_EINIT (magic not
+ * written yet) or TL_RM_EVERSION, with the difference in err. */
+int tl_rm_validate(const void *mem, size_t size, char *err, size_t errlen);
+
+/* Maps an existing arena (read-write: applications and the manager write
+ * it).  TL_RM_OK, or an error code with a message in err. */
+int tl_rm_open(tl_rm_arena *arena, const char *name, char *err, size_t errlen);
+/* Creates a fresh arena for the manager: nslots slots, the given CPUs.
+ * An existing object is replaced only with `reset`; without it the result
+ * is TL_RM_ESYS with EEXIST named in err. */
+int tl_rm_create(tl_rm_arena *arena, const char *name, unsigned nslots, const tl_rm_cpuset *cpus,
+                 int reset, char *err, size_t errlen);
+void tl_rm_close(tl_rm_arena *arena);
+/* Removes the shared-memory object (the mappings stay valid). */
+int tl_rm_unlink(const char *name);
+/* 1 when `name` now designates another object than the one mapped (the
+ * manager was reset or restarted on a fresh arena), or none at all. */
+int tl_rm_replaced(const tl_rm_arena *arena);
+
+/* ------------------------------------------------------------ processes */
+
+/* Start time of a live process: field 22 of /proc/PID/stat (clock ticks
+ * after boot); 0 when it is gone or a zombie. */
+uint64_t tl_rm_proc_start_time(pid_t pid);
+/* 1 when the process pid still is the one that started at start. */
+int tl_rm_proc_alive(pid_t pid, uint64_t start);
+/* The command name of a process (/proc/PID/comm), "?" when unreadable. */
+void tl_rm_proc_comm(pid_t pid, char *buf, size_t len);
+
+uint64_t tl_rm_now_ns(void);        /* CLOCK_MONOTONIC */
+uint64_t tl_rm_coarse_ns(void);     /* CLOCK_MONOTONIC_COARSE */
+
+/* ---------------------------------------------------- manager liveness */
+
+/* How old a heartbeat may be before the manager counts as gone. */
+uint64_t tl_rm_stale_ns(const tl_rm_header *hdr);
+/* 1 when the arena has a running manager whose heartbeat is fresh at now. */
+int tl_rm_manager_fresh(const tl_rm_header *hdr, uint64_t now_ns);
+/* 1 when the manager process still exists (kill(pid,0) and its start time). */
+int tl_rm_manager_exists(const tl_rm_header *hdr);
+
+/* -------------------------------------------------------- applications */
+
+/* Claims a free slot for this process (pid, start time, comm), with
+ * request as its declared parallelism.  *epoch0 receives the slot's epoch
+ * before the slot became visible: the manager's part of the slot belongs to
+ * this process only once the epoch has moved past it (until then the team
+ * is 1).  Returns the slot index, or -1 when the arena is full
+ * (header.full is counted).  Wakes the manager. */
+int tl_rm_register(tl_rm_arena *arena, unsigned request, unsigned flags, uint32_t *epoch0);
+/* Frees the slot if this process still holds it; wakes the manager. */
+void tl_rm_release(tl_rm_arena *arena, int slot);
+/* Makes the manager look at the arena now. */
+void tl_rm_wake_manager(tl_rm_header *hdr);
+/* Waits until the slot's epoch differs from `epoch` or timeout_ns passes;
+ * returns the epoch seen. */
+uint32_t tl_rm_wait_epoch(tl_rm_slot *slot, uint32_t epoch, uint64_t timeout_ns);
+/* A consistent copy of the manager's part of a slot. */
+void tl_rm_read_alloc(const tl_rm_slot *slot, uint32_t *alloc, uint32_t *owned, uint32_t *epoch,
+                      tl_rm_cpuset *cpus);
+
+/* ------------------------------------------------------------- manager */
+
+/* Writes a new allocation into a slot (seqlock, epoch+1, futex wake) when
+ * it differs from the current one, or always with force (a new occupant
+ * waits for the epoch to move); returns 1 when it wrote. */
+int tl_rm_publish_alloc(tl_rm_slot *slot, uint32_t alloc, const tl_rm_cpuset *cpus, int force);
+/* Frees the slots of applications that no longer exist (dead, zombie, or
+ * pid reused); returns how many were freed. */
+unsigned tl_rm_reap(tl_rm_arena *arena);
+
+/* ---------------------------------------------------------- futex words */
+
+long tl_rm_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns);
+long tl_rm_futex_wake(uint32_t *word, int count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

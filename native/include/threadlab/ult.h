@@ -1,0 +1,355 @@
+/*
+ * threadlab/ult.h - libthreadlab-ult: M:N user-level threads.
+ *
+ * User-level threads (ULTs) are multiplexed on "virtual processors" (VPs):
+ * kernel threads, one per allowed CPU by default, optionally pinned. A ULT
+ * that blocks on a primitive of this library (mutex, condition variable,
+ * semaphore, barrier, join, sleep, dependence wait) suspends only itself:
+ * its VP switches to another ready ULT. The runtime follows NTLib (Barekas
+ * et al.): per-VP ready queues with work stealing, work descriptors for
+ * parallel loops and dependence counters for nested threads. See
+ * docs/ult.md for the design.
+ *
+ * Conventions
+ *  - Every function returns 0 or a positive errno value unless documented
+ *    otherwise. EPERM: the call needs a ULT caller (see "Contexts").
+ *    EAGAIN: the runtime is not initialised.
+ *  - Contexts. Code runs in one of three contexts:
+ *      ULT       - a thread created by tl_ult_create*, or the thread that
+ *                  called tl_ult_init (the "primordial" ULT, bound to VP 0);
+ *      VP        - a work-descriptor body running directly on a VP;
+ *      external  - any other kernel thread of the process.
+ *    Blocking calls (join, yield, *_lock slow path, *_wait, sleep,
+ *    dep_wait) need a ULT. Non-blocking calls that make threads runnable
+ *    (create, unlock, signal, broadcast, post, dep_satisfy) work from every
+ *    context once the runtime is initialised.
+ *  - Handles (tl_ult_t) are like pthread_t: valid until the thread is
+ *    joined, or until it exits if detached.
+ *
+ * Limits (documented in docs/ult.md)
+ *  - Scheduling is cooperative: a ULT runs until it blocks, yields or
+ *    exits. A blocking *system call* (read, nanosleep, pthread_mutex_lock,
+ *    ...) blocks its whole VP and every ULT queued only there.
+ *  - ULTs migrate between VPs at blocking points: kernel-thread TLS
+ *    (__thread variables, errno) refers to the current VP; do not keep the
+ *    address of a __thread variable across a blocking call. Use
+ *    tl_ult_setspecific for per-ULT data.
+ *  - Stacks are fixed-size (no growth). Overflow is detected, not
+ *    prevented: by a guard page in TL_ULT_STACK_GUARD mode (SIGSEGV, with a
+ *    message), or by a canary checked at every switch in canary mode.
+ */
+#ifndef THREADLAB_ULT_H
+#define THREADLAB_ULT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#error "threadlab/ult.h is a C11 header (it uses _Atomic)"
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Runtime                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef enum tl_ult_stack_mode {
+    /* Stacks are carved out of large shared mappings without guard pages;
+     * a canary at the low end of every stack is checked whenever the ULT
+     * switches out and when it exits (abort with a message). Unlimited by
+     * vm.max_map_count: this is the mode for millions of threads. */
+    TL_ULT_STACK_CANARY = 0,
+    /* A PROT_NONE guard page under every stack: an overflow faults
+     * immediately. Each guard page splits a mapping (two VMAs per stack)
+     * and Linux caps a process at vm.max_map_count VMAs (65530 by
+     * default), so the runtime guards at most (max_map_count - 8192) / 2
+     * stacks (28669 by default); further stacks get the canary instead,
+     * counted in tl_ult_stats.guard_fallbacks. */
+    TL_ULT_STACK_GUARD = 1
+} tl_ult_stack_mode;
+
+typedef struct tl_ult_config {
+    /* Number of virtual processors; 0 = one per CPU of the affinity mask
+     * (env TL_ULT_VPS overrides the default). */
+    unsigned nvps;
+    /* Pin VP i to the (i mod n)-th allowed CPU (1, default) or let the
+     * kernel place VPs (0). Env TL_ULT_PIN. */
+    int pin;
+    /* Default ULT stack size in bytes (0 = 64 KiB; env TL_ULT_STACK_SIZE).
+     * Rounded up to 256 bytes (canary mode) or to a page (guard mode).
+     * Memory is committed lazily: a stack costs only the pages it touches. */
+    size_t stack_size;
+    /* TL_ULT_STACK_CANARY (default) or TL_ULT_STACK_GUARD (env
+     * TL_ULT_STACK_GUARD=1). */
+    tl_ult_stack_mode stack_mode;
+    /* In guard mode, install a SIGSEGV handler (on a per-VP alternate
+     * signal stack) that names the overflowing ULT before the process dies
+     * of the SIGSEGV. Default 1. */
+    int overflow_handler;
+    /* How long an idle VP spins looking for work before it sleeps on a
+     * futex, in microseconds (default 50; env TL_ULT_SPIN_US). */
+    unsigned spin_us;
+    /* Let tl_ult_join run a child that has not started yet directly on the
+     * joiner's stack when the joiner has room for the child's whole stack
+     * (default 1; env TL_ULT_INLINE_JOIN). See docs/ult.md. */
+    int inline_join;
+} tl_ult_config;
+
+/* Fills *cfg with the defaults (including the TL_ULT_* environment
+ * overrides). */
+void tl_ult_config_init(tl_ult_config *cfg);
+
+/* Starts the runtime (cfg NULL: defaults). The calling kernel thread
+ * becomes VP 0 and the caller becomes the primordial ULT, bound to VP 0:
+ * from now on it may block, join, yield like any ULT. Other VPs are new
+ * kernel threads. Returns EBUSY if already initialised, EINVAL for a bad
+ * configuration, or the error of the failed resource allocation. Not
+ * thread-safe with respect to tl_ult_finalize. */
+int tl_ult_init(const tl_ult_config *cfg);
+
+/* Waits until every other ULT has exited (detached ones included: a ULT
+ * that never finishes makes this wait forever), stops and joins the VPs and
+ * releases every stack and descriptor. Must be called by the primordial
+ * ULT (EPERM otherwise). The runtime can be initialised again afterwards. */
+int tl_ult_finalize(void);
+
+/* 1 between tl_ult_init and tl_ult_finalize. */
+int tl_ult_initialized(void);
+
+/* Number of VPs (0 when not initialised). */
+unsigned tl_ult_num_vps(void);
+
+/* Id (0..nvps-1) of the VP running the caller, or -1 in an external
+ * context. A ULT can move between VPs at blocking points. */
+int tl_ult_vp_id(void);
+
+typedef struct tl_ult_stats {
+    uint64_t created;         /* ULTs created */
+    uint64_t exited;          /* ULTs finished */
+    uint64_t live;            /* created - exited (the primordial ULT excluded) */
+    uint64_t steals;          /* ULTs taken from another VP's queues */
+    uint64_t inline_joins;    /* children run on their joiner's stack */
+    uint64_t vp_sleeps;       /* times a VP went to sleep on its futex */
+    uint64_t stack_slots;     /* stack slots carved so far */
+    uint64_t stack_bytes;     /* bytes of address space reserved for stacks */
+    uint64_t guard_fallbacks; /* guard-mode stacks that got only a canary */
+} tl_ult_stats;
+
+/* Snapshot of the counters (racy while ULTs run; exact when quiescent). */
+void tl_ult_get_stats(tl_ult_stats *stats);
+
+/* ------------------------------------------------------------------ */
+/* Threads                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef struct tl_ult_thread *tl_ult_t;
+typedef void *(*tl_ult_fn)(void *arg);
+
+typedef struct tl_ult_attr {
+    size_t stack_size; /* 0: the runtime default; minimum 512 bytes */
+    int detached;      /* 1: the thread cleans up after itself; not joinable */
+} tl_ult_attr;
+
+/* Default attributes: default stack, joinable. */
+void tl_ult_attr_init(tl_ult_attr *attr);
+
+/* Creates a ULT running fn(arg) (attr NULL: defaults) and stores its
+ * handle in *thread (may be NULL for detached threads). The thread is
+ * pushed on the caller's VP queue and may be stolen by another VP. No
+ * stack is allocated until the thread first runs. Callable from every
+ * context. Errors: EAGAIN (not initialised), EINVAL (fn NULL, stack size
+ * too small or too large), ENOMEM. */
+int tl_ult_create(tl_ult_t *thread, const tl_ult_attr *attr, tl_ult_fn fn, void *arg);
+
+/* Waits for thread to finish, stores its return value in *retval (if not
+ * NULL) and releases it. Joining a finished thread is a flag check; a
+ * not-yet-started child on top of the caller's queue runs immediately
+ * (possibly on the caller's stack, see tl_ult_config.inline_join).
+ * Errors: EPERM (not a ULT), EDEADLK (joining self), EINVAL (detached).
+ * Joining the same thread twice is undefined, as with pthreads. */
+int tl_ult_join(tl_ult_t thread, void **retval);
+
+/* Marks thread detached: its resources are released when it exits (now,
+ * if it already has). Errors: EINVAL (already detached). */
+int tl_ult_detach(tl_ult_t thread);
+
+/* Lets the other ready ULTs of the caller's VP run first (FIFO among
+ * yielding threads); returns at once if there is none. In a VP or an
+ * external context this is sched_yield(). */
+void tl_ult_yield(void);
+
+/* Ends the calling ULT with retval (thread-local destructors run, the
+ * successor's dependence is satisfied, a joiner is woken). Must not be
+ * called by the primordial ULT or outside a ULT (abort). */
+_Noreturn void tl_ult_exit(void *retval);
+
+/* The calling ULT, or NULL in a VP or external context. */
+tl_ult_t tl_ult_self(void);
+
+/* Lowest address and size of the stack the calling context runs on (for
+ * a child running inline: the joiner's stack). EPERM outside a ULT. */
+int tl_ult_stack_bounds(void **lo, size_t *size);
+
+/* ------------------------------------------------------------------ */
+/* Blocking primitives: they block the ULT, never the VP.             */
+/* All are unfair (a running ULT may barge ahead of a woken one) and   */
+/* have no spurious wake-ups except where noted. Objects need no       */
+/* destruction beyond the *_destroy calls, which only check for        */
+/* waiters (EBUSY).                                                    */
+/* ------------------------------------------------------------------ */
+
+typedef struct tl_ult_mutex {
+    _Atomic uint32_t state; /* 0 free, 1 locked, 2 locked with waiters */
+    _Atomic uint32_t qlock; /* spinlock of the wait queue */
+    struct tl_ult_thread *head, *tail;
+} tl_ult_mutex;
+#define TL_ULT_MUTEX_INITIALIZER {0, 0, NULL, NULL}
+
+int tl_ult_mutex_init(tl_ult_mutex *m);
+int tl_ult_mutex_destroy(tl_ult_mutex *m);
+/* Uncontended lock/unlock: one atomic instruction each, any context.
+ * Contended lock parks the ULT (EPERM outside a ULT). Not recursive;
+ * unlocking a mutex the caller does not hold is undefined. */
+int tl_ult_mutex_lock(tl_ult_mutex *m);
+int tl_ult_mutex_trylock(tl_ult_mutex *m); /* 0 or EBUSY */
+int tl_ult_mutex_unlock(tl_ult_mutex *m);
+
+typedef struct tl_ult_cond {
+    _Atomic uint32_t qlock;
+    struct tl_ult_thread *head, *tail;
+} tl_ult_cond;
+#define TL_ULT_COND_INITIALIZER {0, NULL, NULL}
+
+int tl_ult_cond_init(tl_ult_cond *c);
+int tl_ult_cond_destroy(tl_ult_cond *c);
+/* Atomically releases m and parks until signalled, then re-locks m. The
+ * caller must hold m. Callers should re-check their predicate in a loop
+ * (there are no spurious wake-ups, but another ULT may consume the state
+ * change before the woken one re-acquires m). */
+int tl_ult_cond_wait(tl_ult_cond *c, tl_ult_mutex *m);
+int tl_ult_cond_signal(tl_ult_cond *c);    /* wakes one waiter, if any */
+int tl_ult_cond_broadcast(tl_ult_cond *c); /* wakes all waiters */
+
+typedef struct tl_ult_sem {
+    _Atomic int64_t count;
+    _Atomic uint32_t qlock;
+    struct tl_ult_thread *head, *tail;
+} tl_ult_sem;
+#define TL_ULT_SEM_INITIALIZER(value) {(value), 0, NULL, NULL}
+
+int tl_ult_sem_init(tl_ult_sem *s, int64_t value); /* EINVAL if value < 0 */
+int tl_ult_sem_destroy(tl_ult_sem *s);
+int tl_ult_sem_wait(tl_ult_sem *s);    /* P: decrement, parking while 0 */
+int tl_ult_sem_trywait(tl_ult_sem *s); /* 0 or EAGAIN */
+/* V: hands the unit directly to the oldest waiter (FIFO), else
+ * increments. Any context. */
+int tl_ult_sem_post(tl_ult_sem *s);
+int64_t tl_ult_sem_getvalue(tl_ult_sem *s);
+
+typedef struct tl_ult_barrier {
+    _Atomic uint32_t qlock;
+    uint32_t count, arrived, generation;
+    struct tl_ult_thread *head, *tail;
+} tl_ult_barrier;
+
+#define TL_ULT_BARRIER_SERIAL_THREAD 1
+int tl_ult_barrier_init(tl_ult_barrier *b, unsigned count); /* EINVAL if 0 */
+int tl_ult_barrier_destroy(tl_ult_barrier *b);
+/* Parks until count ULTs have arrived; then all leave and the barrier is
+ * reset for the next round. Exactly one of them (the last to arrive) gets
+ * TL_ULT_BARRIER_SERIAL_THREAD, the others 0. Negative errno on error. */
+int tl_ult_barrier_wait(tl_ult_barrier *b);
+
+/* Parks the calling ULT for at least ns nanoseconds (CLOCK_MONOTONIC). The
+ * timer lives on the VP the ULT slept on and is checked whenever that VP
+ * schedules or is idle: a VP busy in one long ULT delays its sleepers.
+ * Outside a ULT it is nanosleep(). 0 yields. */
+int tl_ult_sleep_ns(uint64_t ns);
+int tl_ult_usleep(uint64_t us);
+
+/* ------------------------------------------------------------------ */
+/* Thread-local data (per ULT, like pthread keys).                     */
+/* ------------------------------------------------------------------ */
+
+#define TL_ULT_KEYS_MAX 64
+typedef unsigned tl_ult_key_t;
+
+/* destructor (may be NULL) runs at thread exit for non-NULL values, up to
+ * 4 rounds. EAGAIN when all TL_ULT_KEYS_MAX keys are in use. */
+int tl_ult_key_create(tl_ult_key_t *key, void (*destructor)(void *));
+int tl_ult_key_delete(tl_ult_key_t key);
+/* EPERM outside a ULT; ENOMEM if the per-thread table cannot be allocated
+ * (it is allocated on the first set, so threads that use no key pay
+ * nothing). */
+int tl_ult_setspecific(tl_ult_key_t key, const void *value);
+void *tl_ult_getspecific(tl_ult_key_t key); /* NULL outside a ULT */
+
+/* ------------------------------------------------------------------ */
+/* Work descriptors and parallel loops (NTLib / NanosCompiler model).  */
+/* ------------------------------------------------------------------ */
+
+/* Body of a work descriptor: executed once for every part id in
+ * [0, nparts); the body derives its share of the work from (id, nparts). */
+typedef void (*tl_ult_wd_fn)(unsigned id, unsigned nparts, void *arg);
+
+/* Runs fn(id, nparts, arg) for every id in [0, nparts) (nparts 0: one per
+ * VP) and returns when all have finished. Part id is copied to VP
+ * (id mod nvps)'s work-descriptor slot; each VP executes its part directly
+ * on its scheduler (no ULT is created) when it next schedules or is idle,
+ * and the caller runs its own part, then claims parts not yet started, so
+ * a busy VP never delays the loop. Bodies run in a VP context when
+ * executed by another VP: they must not block (no join, lock slow path,
+ * wait, sleep); they may create ULTs and use atomics. Any caller context;
+ * a ULT caller parks while waiting. ENOMEM possible. */
+int tl_ult_workdesc_run(tl_ult_wd_fn fn, void *arg, unsigned nparts);
+
+/* Static block chunking of [begin, end) for part id of nparts: the first
+ * (end-begin) mod nparts parts get one extra index. */
+void tl_ult_static_chunk(int64_t begin, int64_t end, unsigned id, unsigned nparts, int64_t *lo,
+                         int64_t *hi);
+
+/* parallel_for: body(lo, hi, arg) over a static partition of [begin, end)
+ * into one chunk per VP, every index exactly once; built on
+ * tl_ult_workdesc_run (same rules for the body). */
+typedef void (*tl_ult_for_fn)(int64_t lo, int64_t hi, void *arg);
+int tl_ult_parallel_for(int64_t begin, int64_t end, tl_ult_for_fn body, void *arg);
+
+/* ------------------------------------------------------------------ */
+/* Dependence counters (NTLib dependence-driven execution).            */
+/*                                                                     */
+/* Every ULT has a dependence counter and at most one successor. A ULT */
+/* created with ndeps > 0 does not start before its counter drops to   */
+/* zero. When a ULT finishes it satisfies one dependence of its         */
+/* successor. A running ULT that created nested children with          */
+/* tl_ult_create_nested (each one adds a dependence to the creator and */
+/* names it as successor) waits for all of them with tl_ult_dep_wait.  */
+/* ------------------------------------------------------------------ */
+
+/* Creates a ULT that starts once ndeps dependences have been satisfied
+ * (ndeps 0: at once) and that, when it finishes, satisfies one dependence
+ * of successor (may be NULL). The successor's counter is not changed: a
+ * successor declares its predecessors in its own ndeps (or with
+ * tl_ult_dep_add), e.g. create c with ndeps 2, then a and b with successor
+ * c. Any context. */
+int tl_ult_create_dep(tl_ult_t *thread, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
+                      unsigned ndeps, tl_ult_t successor);
+
+/* Nested creation (NTLib): adds one dependence to the caller's counter,
+ * then tl_ult_create_dep(thread, attr, fn, arg, 0, self). The caller waits
+ * for its nested children with tl_ult_dep_wait. EPERM outside a ULT. */
+int tl_ult_create_nested(tl_ult_t *thread, const tl_ult_attr *attr, tl_ult_fn fn, void *arg);
+
+/* Adds n input dependences to thread (which must not have started yet, or
+ * be the caller). */
+int tl_ult_dep_add(tl_ult_t thread, unsigned n);
+
+/* Satisfies one input dependence of thread: a not-started thread whose
+ * counter reaches zero becomes ready; a thread parked in tl_ult_dep_wait
+ * is woken. Any context. */
+int tl_ult_dep_satisfy(tl_ult_t thread);
+
+/* Parks the calling ULT until its dependence counter is zero (returns at
+ * once if it is). EPERM outside a ULT. */
+int tl_ult_dep_wait(void);
+
+#endif

@@ -1,0 +1,322 @@
+/*
+ * threadlab-bench-omp - what the libgomp shim adds to a parallel region,
+ * measured EPCC-style (docs/omp.md, docs/native-protocol.md).
+ *
+ *   omp.region.overhead  params construct (parallel, parallel_for) and
+ *                        threads (all, 1)
+ *
+ * One point runs in one process that has the shim preloaded and is managed
+ * by threadlab-rm.  It times the same empty region two ways, through
+ * libgomp's own entry (looked up in libgomp itself: the reference) and
+ * through the shim's (what a managed program calls), and writes three
+ * records: metric `libgomp`, metric `shim` (time per region, ns) and the
+ * derived metric `added` (shim median - libgomp median).
+ *
+ * When the point's process does not have the shim, run() re-executes the
+ * program with LD_PRELOAD set (before anything is printed); when no manager
+ * runs, it starts a private one (its own arena and directory) for the
+ * point and stops it afterwards, so the shim path measured is always the
+ * managed one (checked: `managed`).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <omp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "threadlab/bench.h"
+#include "threadlab/omp.h"
+#include "threadlab/rm.h"
+
+typedef void (*tl_fn)(void *);
+typedef void (*parallel_fn)(tl_fn, void *, unsigned, unsigned);
+typedef void (*loop_fn)(tl_fn, void *, unsigned, long, long, long, long, unsigned);
+bool GOMP_loop_nonmonotonic_dynamic_next(long *, long *);
+void GOMP_loop_end_nowait(void);
+
+static char **saved_argv;
+
+#define ENV_PRIVATE "THREADLAB_BENCH_OMP_PRIVATE_RM"
+
+/* ------------------------------------------------------------ locations */
+
+static int sibling(const char *relative, char *out, size_t len)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    int written = snprintf(out, len, "%s/%s", self, relative);
+    if (written < 0 || (size_t)written >= len)
+        return -1;
+    return access(out, F_OK) == 0 ? 0 : -1;
+}
+
+/* $THREADLAB_OMP_LIB, else ../lib/libthreadlab-omp.so beside this program. */
+static int find_shim(char *out, size_t len)
+{
+    const char *env = getenv("THREADLAB_OMP_LIB");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return access(out, R_OK) == 0 ? 0 : -1;
+    }
+    return sibling("../lib/libthreadlab-omp.so", out, len);
+}
+
+static int manager_running(void)
+{
+    char name[256], err[256];
+    tl_rm_arena_name(name, sizeof name);
+    tl_rm_arena a;
+    if (tl_rm_open(&a, name, err, sizeof err) != TL_RM_OK)
+        return 0;
+    int live = tl_rm_manager_fresh(a.hdr, tl_rm_now_ns()) && tl_rm_manager_exists(a.hdr);
+    tl_rm_close(&a);
+    return live;
+}
+
+static int run_rm(const char *arg)
+{
+    char rm[PATH_MAX];
+    if (sibling("threadlab-rm", rm, sizeof rm) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            dup2(null, 1);
+        if (arg)
+            execl(rm, rm, arg, (char *)NULL);
+        else
+            execl(rm, rm, "--quantum-ms", "100", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* Makes the point's process the right one: shim preloaded, manager up.
+ * Returns 0 to go on measuring here; does not return when it re-executes;
+ * -1 after marking the point unsupported. */
+static int ensure_managed_process(tl_ctx *ctx)
+{
+    if (dlsym(RTLD_DEFAULT, "threadlab_omp_state"))
+        return 0;
+    char shim[PATH_MAX];
+    if (find_shim(shim, sizeof shim) != 0) {
+        tl_unsupported(ctx, "libthreadlab-omp.so not found (build/lib beside this program, or $THREADLAB_OMP_LIB)");
+        return -1;
+    }
+    if (!manager_running()) {
+        char dir[64], arena[64];
+        snprintf(dir, sizeof dir, "/tmp/threadlab-bench-omp-%d", (int)getpid());
+        snprintf(arena, sizeof arena, "/threadlab-rm-bench-%d", (int)getpid());
+        mkdir(dir, 0700);
+        setenv(TL_RM_ENV_DIR, dir, 1);
+        setenv(TL_RM_ENV_ARENA, arena, 1);
+        if (run_rm(NULL) != 0) {
+            tl_unsupported(ctx, "no threadlab-rm running, and a private one could not be started");
+            return -1;
+        }
+        setenv(ENV_PRIVATE, dir, 1);
+    }
+    const char *old = getenv("LD_PRELOAD");
+    char preload[2 * PATH_MAX];
+    snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("LD_PRELOAD", preload, 1);
+    setenv("THREADLAB_OMP_QUIET", "1", 1);
+    fflush(NULL);
+    execv("/proc/self/exe", saved_argv);
+    tl_fail(ctx, "cannot re-execute with the shim preloaded: %s", strerror(errno));
+    return -1;
+}
+
+static void stop_private_manager(void)
+{
+    const char *dir = getenv(ENV_PRIVATE);
+    if (!dir)
+        return;
+    run_rm("--stop");
+    char path[PATH_MAX];
+    const char *files[] = {"rm.log", "rm.lock", "rm.pid"};
+    for (unsigned i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* --------------------------------------------------------------- regions */
+
+typedef struct {
+    parallel_fn parallel;
+    loop_fn loop;
+    unsigned nthreads;
+    int team;
+} region_arg;
+
+static void empty_body(void *p)
+{
+    region_arg *a = p;
+    if (omp_get_thread_num() == 0)
+        a->team = omp_get_num_threads();
+}
+
+static void loop_body(void *p)
+{
+    region_arg *a = p;
+    if (omp_get_thread_num() == 0)
+        a->team = omp_get_num_threads();
+    long s, e;
+    while (GOMP_loop_nonmonotonic_dynamic_next(&s, &e))
+        tl_do_not_optimize(s);
+    GOMP_loop_end_nowait();
+}
+
+static double time_parallel(void *p, uint64_t iterations)
+{
+    region_arg *a = p;
+    uint64_t t0 = tl_now();
+    for (uint64_t i = 0; i < iterations; i++)
+        a->parallel(empty_body, a, a->nthreads, 0);
+    uint64_t t1 = tl_now();
+    return tl_ticks_to_ns(t1 - t0);
+}
+
+static double time_parallel_for(void *p, uint64_t iterations)
+{
+    region_arg *a = p;
+    uint64_t t0 = tl_now();
+    for (uint64_t i = 0; i < iterations; i++)
+        a->loop(loop_body, a, a->nthreads, 0, 64, 1, 4, 0);
+    uint64_t t1 = tl_now();
+    return tl_ticks_to_ns(t1 - t0);
+}
+
+static int run_overhead(tl_ctx *ctx)
+{
+    if (ensure_managed_process(ctx) != 0)
+        return 0;
+    const char *construct = tl_param(ctx, "construct");
+    const char *threads = tl_param(ctx, "threads");
+    int is_loop = !strcmp(construct, "parallel_for");
+    if (!is_loop && strcmp(construct, "parallel")) {
+        tl_fail(ctx, "construct=%s: expected parallel or parallel_for", construct);
+        return 1;
+    }
+    unsigned nthreads = 0;
+    if (!strcmp(threads, "1"))
+        nthreads = 1;
+    else if (strcmp(threads, "all")) {
+        tl_fail(ctx, "threads=%s: expected all or 1", threads);
+        return 1;
+    }
+    const char *symbol = is_loop ? "GOMP_parallel_loop_nonmonotonic_dynamic" : "GOMP_parallel";
+    void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *real = gomp ? dlsym(gomp, symbol) : NULL;
+    void *shim = dlsym(RTLD_DEFAULT, symbol);
+    Dl_info info;
+    if (!real || !shim || real == shim || !dladdr(shim, &info) || !strstr(info.dli_fname, "threadlab-omp")) {
+        tl_fail(ctx, "cannot tell libgomp's %s from the shim's", symbol);
+        stop_private_manager();
+        return 1;
+    }
+    region_arg via_gomp = {.nthreads = nthreads}, via_shim = {.nthreads = nthreads};
+    if (is_loop) {
+        via_gomp.loop = (loop_fn)real;
+        via_shim.loop = (loop_fn)shim;
+    } else {
+        via_gomp.parallel = (parallel_fn)real;
+        via_shim.parallel = (parallel_fn)shim;
+    }
+    tl_timing_fn fn = is_loop ? time_parallel_for : time_parallel;
+    fn(&via_shim, 3); /* registers with the manager and gets the first allocation */
+    fn(&via_gomp, 3);
+    int (*state)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "threadlab_omp_state");
+    int managed = state && state() == TL_OMP_STATE_MANAGED;
+    const char *private_rm = getenv(ENV_PRIVATE) ? "private" : "running";
+
+    tl_measure_spec spec = {.metric = "libgomp", .quantity = "time per empty region through libgomp's own entry"};
+    if (tl_measure(ctx, fn, &via_gomp, &spec) != 0) {
+        stop_private_manager();
+        return 1;
+    }
+    double gomp_median = tl_pending_median(ctx);
+    int gomp_team = via_gomp.team;
+    tl_extra_num(ctx, "team", gomp_team);
+    tl_emit(ctx);
+
+    spec.metric = "shim";
+    spec.quantity = "time per empty region through the shim (managed)";
+    if (tl_measure(ctx, fn, &via_shim, &spec) != 0) {
+        stop_private_manager();
+        return 1;
+    }
+    double shim_median = tl_pending_median(ctx);
+    tl_check(ctx, "managed", managed, NAN, "the shim %s managed by threadlab-rm (%s manager)",
+             managed ? "was" : "was NOT", private_rm);
+    tl_check(ctx, "same_team", via_shim.team == gomp_team, via_shim.team,
+             "both paths ran teams of %d and %d threads", gomp_team, via_shim.team);
+    tl_extra_num(ctx, "team", via_shim.team);
+    tl_extra_str(ctx, "manager", private_rm);
+    tl_emit(ctx);
+
+    tl_derived(ctx, "added", "time the shim adds to one region (shim median - libgomp median)",
+               shim_median - gomp_median, "shim.median - libgomp.median");
+    tl_check(ctx, "managed", managed, NAN, "the shim %s managed by threadlab-rm", managed ? "was" : "was NOT");
+    tl_extra_num(ctx, "libgomp_median_ns", gomp_median);
+    tl_extra_num(ctx, "shim_median_ns", shim_median);
+    tl_emit(ctx);
+    stop_private_manager();
+    return 0;
+}
+
+static const char *const constructs[] = {"parallel", "parallel_for", NULL};
+static const char *const constructs_quick[] = {"parallel", NULL};
+static const char *const thread_values[] = {"all", "1", NULL};
+static const char *const thread_quick[] = {"all", NULL};
+
+static const tl_param_def overhead_params[] = {
+    {.name = "construct", .help = "the region: parallel (GOMP_parallel) or parallel_for "
+                                  "(GOMP_parallel_loop_nonmonotonic_dynamic, a dynamic loop of 64 iterations)",
+     .values = constructs, .quick_values = constructs_quick},
+    {.name = "threads", .help = "all: no num_threads clause (the manager's allocation); 1: num_threads(1), "
+                                "where libgomp's own cost is smallest and the shim's shows best",
+     .values = thread_values, .quick_values = thread_quick},
+    {0},
+};
+
+static const tl_bench benches[] = {
+    {.name = "omp.region.overhead",
+     .model = "openmp",
+     .summary = "what the libgomp shim of threadlab-rm adds to one parallel region (EPCC-style, managed)",
+     .quantity = "time per empty region",
+     .unit = "ns",
+     .threads = 0,
+     .params = overhead_params,
+     .run = run_overhead},
+    {0},
+};
+
+int main(int argc, char **argv)
+{
+    saved_argv = argv;
+    return tl_main(argc, argv, benches);
+}

@@ -1,0 +1,632 @@
+/*
+ * arena.c - the shared-memory arena of threadlab-rm: naming, creation,
+ * validation, mapping, slots, process identity, futexes (threadlab/rm.h).
+ *
+ * Used by the manager (threadlab-rm), by `threadlab-rm --status/--set`, and
+ * by the libgomp shim inside applications, so it allocates nothing, never
+ * prints, and keeps the application's path (tl_rm_read_alloc) lock-free.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "threadlab/compiler.h"
+#include "threadlab/rm.h"
+
+_Static_assert(sizeof(tl_rm_header) % 64 == 0, "header is whole cache lines");
+_Static_assert(sizeof(tl_rm_slot) % 64 == 0, "slot is whole cache lines");
+_Static_assert(sizeof(tl_rm_cpuset) * 8 == TL_RM_MAX_CPUS, "cpu set bits");
+
+/* ------------------------------------------------------------ cpu sets */
+
+void tl_rm_cpuset_format(const tl_rm_cpuset *s, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len == 0)
+        return;
+    buf[0] = '\0';
+    for (unsigned cpu = 0; cpu < TL_RM_MAX_CPUS; cpu++) {
+        if (!tl_rm_cpuset_has(s, cpu))
+            continue;
+        unsigned last = cpu;
+        while (last + 1 < TL_RM_MAX_CPUS && tl_rm_cpuset_has(s, last + 1))
+            last++;
+        int n;
+        if (last == cpu)
+            n = snprintf(buf + used, len - used, "%s%u", used ? "," : "", cpu);
+        else
+            n = snprintf(buf + used, len - used, "%s%u-%u", used ? "," : "", cpu, last);
+        if (n < 0 || (size_t)n >= len - used) {
+            buf[len - 1] = '\0';
+            return;
+        }
+        used += (size_t)n;
+        cpu = last;
+    }
+}
+
+int tl_rm_cpuset_parse(const char *text, tl_rm_cpuset *s)
+{
+    tl_rm_cpuset_zero(s);
+    const char *p = text;
+    if (!p || !*p)
+        return -1;
+    while (*p) {
+        char *end;
+        errno = 0;
+        unsigned long first = strtoul(p, &end, 10);
+        if (end == p || errno || first >= TL_RM_MAX_CPUS)
+            return -1;
+        unsigned long last = first;
+        p = end;
+        if (*p == '-') {
+            p++;
+            last = strtoul(p, &end, 10);
+            if (end == p || errno || last >= TL_RM_MAX_CPUS || last < first)
+                return -1;
+            p = end;
+        }
+        for (unsigned long c = first; c <= last; c++)
+            tl_rm_cpuset_add(s, (unsigned)c);
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- time */
+
+uint64_t tl_rm_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t tl_rm_coarse_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+/* -------------------------------------------------------------- futexes */
+
+long tl_rm_futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns)
+{
+    struct timespec ts = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
+    return syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, NULL, 0);
+}
+
+long tl_rm_futex_wake(uint32_t *word, int count)
+{
+    return syscall(SYS_futex, word, FUTEX_WAKE, count, NULL, NULL, 0);
+}
+
+/* -------------------------------------------------------------- naming */
+
+void tl_rm_arena_name(char *buf, size_t len)
+{
+    const char *env = getenv(TL_RM_ENV_ARENA);
+    if (env && *env) {
+        snprintf(buf, len, "%s%s", env[0] == '/' ? "" : "/", env);
+        return;
+    }
+    snprintf(buf, len, "/threadlab-rm-%u", (unsigned)getuid());
+}
+
+static int make_private_dir(const char *path, char *err, size_t errlen)
+{
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s is not a directory", path);
+        return -1;
+    }
+    if (st.st_uid != getuid()) {
+        snprintf(err, errlen, "%s belongs to uid %u, not to this user (uid %u)", path, (unsigned)st.st_uid,
+                 (unsigned)getuid());
+        return -1;
+    }
+    return 0;
+}
+
+int tl_rm_runtime_dir(char *buf, size_t len, int create, char *err, size_t errlen)
+{
+    const char *env = getenv(TL_RM_ENV_DIR);
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int n;
+    if (env && *env)
+        n = snprintf(buf, len, "%s", env);
+    else if (xdg && *xdg)
+        n = snprintf(buf, len, "%s/threadlab", xdg);
+    else
+        n = snprintf(buf, len, "/tmp/threadlab-%u", (unsigned)getuid());
+    if (n < 0 || (size_t)n >= len) {
+        snprintf(err, errlen, "runtime directory name too long");
+        return -1;
+    }
+    if (!create)
+        return 0;
+    if (env && *env) {
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "cannot create %s ($%s): %s", buf, TL_RM_ENV_DIR, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    return make_private_dir(buf, err, errlen);
+}
+
+/* ------------------------------------------------------------- mapping */
+
+size_t tl_rm_arena_bytes(unsigned nslots)
+{
+    return sizeof(tl_rm_header) + (size_t)nslots * sizeof(tl_rm_slot);
+}
+
+int tl_rm_validate(const void *mem, size_t size, char *err, size_t errlen)
+{
+    const tl_rm_header *h = mem;
+    if (size < 16) {
+        snprintf(err, errlen, "the object is %zu bytes: not a threadlab-rm arena", size);
+        return TL_RM_EVERSION;
+    }
+    uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+    if (magic == 0) {
+        snprintf(err, errlen, "the arena is being created (no magic yet)");
+        return TL_RM_EINIT;
+    }
+    if (magic != TL_RM_MAGIC) {
+        snprintf(err, errlen, "not a threadlab-rm arena (magic 0x%016llx, expected 0x%016llx)",
+                 (unsigned long long)magic, (unsigned long long)TL_RM_MAGIC);
+        return TL_RM_EVERSION;
+    }
+    if (h->layout_version != TL_RM_LAYOUT_VERSION) {
+        snprintf(err, errlen,
+                 "arena layout version %u, but this program reads version %u "
+                 "(a threadlab-rm of another threadlab version made it)",
+                 h->layout_version, TL_RM_LAYOUT_VERSION);
+        return TL_RM_EVERSION;
+    }
+    if (size < sizeof(tl_rm_header)) {
+        snprintf(err, errlen, "the object is %zu bytes, smaller than a layout-%u header (%zu)", size,
+                 TL_RM_LAYOUT_VERSION, sizeof(tl_rm_header));
+        return TL_RM_EVERSION;
+    }
+    if (h->header_size != sizeof(tl_rm_header) || h->slot_size != sizeof(tl_rm_slot)) {
+        snprintf(err, errlen, "arena header/slot sizes %u/%u bytes, this program's are %zu/%zu",
+                 h->header_size, h->slot_size, sizeof(tl_rm_header), sizeof(tl_rm_slot));
+        return TL_RM_EVERSION;
+    }
+    if (h->max_cpus != TL_RM_MAX_CPUS || h->ncpus == 0 || h->ncpus > TL_RM_MAX_CPUS) {
+        snprintf(err, errlen, "arena CPU sets of %u bits with %u CPUs, this program's hold %u", h->max_cpus,
+                 h->ncpus, TL_RM_MAX_CPUS);
+        return TL_RM_EVERSION;
+    }
+    if (h->nslots == 0 || h->nslots > TL_RM_MAX_SLOTS || size < tl_rm_arena_bytes(h->nslots)) {
+        snprintf(err, errlen, "arena of %zu bytes cannot hold its %u slots (%zu bytes needed)", size, h->nslots,
+                 h->nslots <= TL_RM_MAX_SLOTS ? tl_rm_arena_bytes(h->nslots) : (size_t)0);
+        return TL_RM_EVERSION;
+    }
+    return TL_RM_OK;
+}
+
+static void arena_clear(tl_rm_arena *arena)
+{
+    memset(arena, 0, sizeof *arena);
+    arena->fd = -1;
+}
+
+int tl_rm_open(tl_rm_arena *arena, const char *name, char *err, size_t errlen)
+{
+    arena_clear(arena);
+    snprintf(arena->name, sizeof arena->name, "%s", name);
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "shm_open %s: %s", name, strerror(e));
+        return e == ENOENT ? TL_RM_ENOENT : TL_RM_ESYS;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "fstat %s: %s", name, strerror(errno));
+        close(fd);
+        return TL_RM_ESYS;
+    }
+    if (st.st_size == 0) {
+        snprintf(err, errlen, "the arena %s is being created (empty)", name);
+        close(fd);
+        return TL_RM_EINIT;
+    }
+    void *mem = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mem == MAP_FAILED) {
+        snprintf(err, errlen, "mmap %s: %s", name, strerror(errno));
+        close(fd);
+        return TL_RM_ESYS;
+    }
+    char why[200];
+    int rc = tl_rm_validate(mem, (size_t)st.st_size, why, sizeof why);
+    if (rc != TL_RM_OK) {
+        snprintf(err, errlen, "%s: %s", name, why);
+        munmap(mem, (size_t)st.st_size);
+        close(fd);
+        return rc;
+    }
+    arena->hdr = mem;
+    arena->slots = (tl_rm_slot *)((char *)mem + sizeof(tl_rm_header));
+    arena->size = (size_t)st.st_size;
+    arena->fd = fd;
+    arena->dev = (uint64_t)st.st_dev;
+    arena->ino = (uint64_t)st.st_ino;
+    return TL_RM_OK;
+}
+
+int tl_rm_create(tl_rm_arena *arena, const char *name, unsigned nslots, const tl_rm_cpuset *cpus,
+                 int reset, char *err, size_t errlen)
+{
+    arena_clear(arena);
+    snprintf(arena->name, sizeof arena->name, "%s", name);
+    if (nslots == 0 || nslots > TL_RM_MAX_SLOTS) {
+        snprintf(err, errlen, "%u slots: expected 1 to %u", nslots, TL_RM_MAX_SLOTS);
+        return TL_RM_ESYS;
+    }
+    unsigned ncpus = tl_rm_cpuset_count(cpus);
+    if (ncpus == 0) {
+        snprintf(err, errlen, "no CPUs to manage");
+        return TL_RM_ESYS;
+    }
+    if (reset && shm_unlink(name) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "shm_unlink %s: %s", name, strerror(errno));
+        return TL_RM_ESYS;
+    }
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "shm_open %s: %s", name, strerror(errno));
+        return TL_RM_ESYS;
+    }
+    size_t bytes = tl_rm_arena_bytes(nslots);
+    if (ftruncate(fd, (off_t)bytes) != 0) {
+        snprintf(err, errlen, "ftruncate %s to %zu bytes: %s", name, bytes, strerror(errno));
+        close(fd);
+        shm_unlink(name);
+        return TL_RM_ESYS;
+    }
+    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mem == MAP_FAILED) {
+        snprintf(err, errlen, "mmap %s: %s", name, strerror(errno));
+        close(fd);
+        shm_unlink(name);
+        return TL_RM_ESYS;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0) {
+        arena->dev = (uint64_t)st.st_dev;
+        arena->ino = (uint64_t)st.st_ino;
+    }
+    tl_rm_header *h = mem; /* zero-filled by ftruncate */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    h->layout_version = TL_RM_LAYOUT_VERSION;
+    h->header_size = sizeof(tl_rm_header);
+    h->slot_size = sizeof(tl_rm_slot);
+    h->nslots = nslots;
+    h->ncpus = ncpus;
+    h->max_cpus = TL_RM_MAX_CPUS;
+    h->created_ns = (uint64_t)now.tv_sec * UINT64_C(1000000000) + (uint64_t)now.tv_nsec;
+    h->cpus = *cpus;
+    h->policy = TL_RM_POLICY_DEFAULT;
+    h->quantum_ms = TL_RM_DEFAULT_QUANTUM_MS;
+    __atomic_store_n(&h->magic, TL_RM_MAGIC, __ATOMIC_RELEASE);
+    arena->hdr = h;
+    arena->slots = (tl_rm_slot *)((char *)mem + sizeof(tl_rm_header));
+    arena->size = bytes;
+    arena->fd = fd;
+    return TL_RM_OK;
+}
+
+void tl_rm_close(tl_rm_arena *arena)
+{
+    if (arena->hdr)
+        munmap(arena->hdr, arena->size);
+    if (arena->fd >= 0)
+        close(arena->fd);
+    arena->hdr = NULL;
+    arena->slots = NULL;
+    arena->fd = -1;
+}
+
+int tl_rm_unlink(const char *name)
+{
+    return shm_unlink(name);
+}
+
+int tl_rm_replaced(const tl_rm_arena *arena)
+{
+    int fd = shm_open(arena->name, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return 1;
+    struct stat st;
+    int replaced = fstat(fd, &st) != 0 || (uint64_t)st.st_dev != arena->dev || (uint64_t)st.st_ino != arena->ino;
+    close(fd);
+    return replaced;
+}
+
+/* ----------------------------------------------------------- processes */
+
+/* The fields of /proc/PID/stat after the command name: fields[0] is field 3
+ * (the state).  Returns how many were found. */
+static int proc_stat_fields(pid_t pid, char *buf, size_t len, char **fields, int max)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* The command name may hold spaces and parentheses: start after the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    p++;
+    int count = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(p, " ", &save); tok && count < max; tok = strtok_r(NULL, " ", &save))
+        fields[count++] = tok;
+    return count;
+}
+
+uint64_t tl_rm_proc_start_time(pid_t pid)
+{
+    char buf[1024];
+    char *fields[24];
+    int n = proc_stat_fields(pid, buf, sizeof buf, fields, 24);
+    if (n < 20)
+        return 0;
+    if (fields[0][0] == 'Z' || fields[0][0] == 'X')
+        return 0;
+    /* field 22 (starttime) is fields[22 - 3]. */
+    return strtoull(fields[19], NULL, 10);
+}
+
+int tl_rm_proc_alive(pid_t pid, uint64_t start)
+{
+    if (pid <= 0)
+        return 0;
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 0;
+    uint64_t now_start = tl_rm_proc_start_time(pid);
+    return now_start != 0 && now_start == start;
+}
+
+void tl_rm_proc_comm(pid_t pid, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    snprintf(buf, len, "?");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n <= 0) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    buf[n] = '\0';
+    char *nl = strchr(buf, '\n');
+    if (nl)
+        *nl = '\0';
+}
+
+/* ---------------------------------------------------- manager liveness */
+
+uint64_t tl_rm_stale_ns(const tl_rm_header *hdr)
+{
+    uint64_t q = __atomic_load_n(&hdr->quantum_ms, __ATOMIC_RELAXED);
+    if (q < TL_RM_MIN_QUANTUM_MS || q > TL_RM_MAX_QUANTUM_MS)
+        q = TL_RM_DEFAULT_QUANTUM_MS;
+    /* Two quanta, plus slack for a manager delayed by a loaded machine and
+     * for the coarse clock's tick. */
+    return (2 * q + 50) * UINT64_C(1000000);
+}
+
+int tl_rm_manager_fresh(const tl_rm_header *hdr, uint64_t now_ns)
+{
+    if (__atomic_load_n(&hdr->manager_state, __ATOMIC_ACQUIRE) != TL_RM_MANAGER_RUNNING)
+        return 0;
+    uint64_t beat = __atomic_load_n(&hdr->manager_heartbeat_ns, __ATOMIC_ACQUIRE);
+    return now_ns <= beat || now_ns - beat <= tl_rm_stale_ns(hdr);
+}
+
+int tl_rm_manager_exists(const tl_rm_header *hdr)
+{
+    if (__atomic_load_n(&hdr->manager_state, __ATOMIC_ACQUIRE) != TL_RM_MANAGER_RUNNING)
+        return 0;
+    pid_t pid = __atomic_load_n(&hdr->manager_pid, __ATOMIC_ACQUIRE);
+    uint64_t start = __atomic_load_n(&hdr->manager_start, __ATOMIC_ACQUIRE);
+    return tl_rm_proc_alive(pid, start);
+}
+
+/* -------------------------------------------------------- applications */
+
+void tl_rm_wake_manager(tl_rm_header *hdr)
+{
+    __atomic_add_fetch(&hdr->wake, 1, __ATOMIC_RELEASE);
+    tl_rm_futex_wake(&hdr->wake, 1);
+}
+
+int tl_rm_register(tl_rm_arena *arena, unsigned request, unsigned flags, uint32_t *epoch0)
+{
+    tl_rm_header *h = arena->hdr;
+    pid_t pid = getpid();
+    uint64_t start = tl_rm_proc_start_time(pid);
+    if (request == 0)
+        request = 1;
+    for (unsigned i = 0; i < h->nslots; i++) {
+        tl_rm_slot *s = &arena->slots[i];
+        uint32_t expected = TL_RM_SLOT_FREE;
+        if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != TL_RM_SLOT_FREE)
+            continue;
+        if (!__atomic_compare_exchange_n(&s->state, &expected, TL_RM_SLOT_CLAIMED, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_RELAXED))
+            continue;
+        uint64_t now = tl_rm_now_ns();
+        __atomic_store_n(&s->pid, pid, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->start_time, start, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->registered_ns, now, __ATOMIC_RELAXED);
+        char comm[TL_RM_COMM_LEN];
+        tl_rm_proc_comm(pid, comm, sizeof comm);
+        for (unsigned k = 0; k < TL_RM_COMM_LEN; k++)
+            __atomic_store_n(&s->comm[k], comm[k], __ATOMIC_RELAXED);
+        __atomic_store_n(&s->max_request, request, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->flags, flags, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->requested, request, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->last_team, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->heartbeat_ns, now, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->regions, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->arrival, __atomic_add_fetch(&h->arrivals, 1, __ATOMIC_ACQ_REL), __ATOMIC_RELAXED);
+        if (epoch0)
+            *epoch0 = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&s->state, TL_RM_SLOT_ACTIVE, __ATOMIC_RELEASE);
+        tl_rm_wake_manager(h);
+        return (int)i;
+    }
+    __atomic_add_fetch(&h->full, 1, __ATOMIC_RELAXED);
+    return -1;
+}
+
+void tl_rm_release(tl_rm_arena *arena, int slot)
+{
+    if (!arena->hdr || slot < 0 || (unsigned)slot >= arena->hdr->nslots)
+        return;
+    tl_rm_slot *s = &arena->slots[slot];
+    if (__atomic_load_n(&s->pid, __ATOMIC_ACQUIRE) != getpid())
+        return;
+    uint32_t expected = TL_RM_SLOT_ACTIVE;
+    if (__atomic_compare_exchange_n(&s->state, &expected, TL_RM_SLOT_FREE, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        tl_rm_wake_manager(arena->hdr);
+}
+
+uint32_t tl_rm_wait_epoch(tl_rm_slot *slot, uint32_t epoch, uint64_t timeout_ns)
+{
+    uint64_t deadline = tl_rm_now_ns() + timeout_ns;
+    for (;;) {
+        uint32_t now_epoch = __atomic_load_n(&slot->epoch, __ATOMIC_ACQUIRE);
+        if (now_epoch != epoch)
+            return now_epoch;
+        uint64_t now = tl_rm_now_ns();
+        if (now >= deadline)
+            return now_epoch;
+        tl_rm_futex_wait(&slot->epoch, epoch, deadline - now);
+    }
+}
+
+void tl_rm_read_alloc(const tl_rm_slot *slot, uint32_t *alloc, uint32_t *owned, uint32_t *epoch,
+                      tl_rm_cpuset *cpus)
+{
+    for (;;) {
+        uint32_t before = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
+        if (before & 1u) {
+            tl_cpu_relax();
+            continue;
+        }
+        /* Boehm's fence-free seqlock: the data loads acquire what the
+         * writer's release stores published, so a reader that saw any new
+         * value also sees the odd sequence number written before it.
+         * (ThreadSanitizer does not model stand-alone fences.) */
+        uint32_t a = __atomic_load_n(&slot->alloc, __ATOMIC_ACQUIRE);
+        uint32_t o = __atomic_load_n(&slot->owned, __ATOMIC_ACQUIRE);
+        uint32_t e = __atomic_load_n(&slot->epoch, __ATOMIC_ACQUIRE);
+        if (cpus)
+            for (unsigned i = 0; i < TL_RM_CPU_WORDS; i++)
+                cpus->bits[i] = __atomic_load_n(&slot->cpus.bits[i], __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&slot->seq, __ATOMIC_RELAXED) == before) {
+            if (alloc)
+                *alloc = a;
+            if (owned)
+                *owned = o;
+            if (epoch)
+                *epoch = e;
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------- manager */
+
+static void write_alloc(tl_rm_slot *slot, uint32_t alloc, const tl_rm_cpuset *cpus)
+{
+    uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->alloc, alloc, __ATOMIC_RELEASE);
+    __atomic_store_n(&slot->owned, tl_rm_cpuset_count(cpus), __ATOMIC_RELEASE);
+    for (unsigned i = 0; i < TL_RM_CPU_WORDS; i++)
+        __atomic_store_n(&slot->cpus.bits[i], cpus->bits[i], __ATOMIC_RELEASE);
+    __atomic_add_fetch(&slot->changes, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->seq, seq + 2, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&slot->epoch, 1, __ATOMIC_RELEASE);
+    tl_rm_futex_wake(&slot->epoch, INT_MAX);
+}
+
+int tl_rm_publish_alloc(tl_rm_slot *slot, uint32_t alloc, const tl_rm_cpuset *cpus, int force)
+{
+    uint32_t old_alloc;
+    tl_rm_cpuset old;
+    tl_rm_read_alloc(slot, &old_alloc, NULL, NULL, &old);
+    if (!force && old_alloc == alloc && tl_rm_cpuset_equal(&old, cpus))
+        return 0;
+    write_alloc(slot, alloc, cpus);
+    return 1;
+}
+
+unsigned tl_rm_reap(tl_rm_arena *arena)
+{
+    unsigned freed = 0;
+    tl_rm_header *h = arena->hdr;
+    tl_rm_cpuset none;
+    tl_rm_cpuset_zero(&none);
+    for (unsigned i = 0; i < h->nslots; i++) {
+        tl_rm_slot *s = &arena->slots[i];
+        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE)
+            continue;
+        pid_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
+        uint64_t start = __atomic_load_n(&s->start_time, __ATOMIC_RELAXED);
+        if (tl_rm_proc_alive(pid, start))
+            continue;
+        uint32_t expected = TL_RM_SLOT_ACTIVE;
+        if (__atomic_compare_exchange_n(&s->state, &expected, TL_RM_SLOT_CLAIMED, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            write_alloc(s, 0, &none);
+            __atomic_store_n(&s->pid, 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&s->state, TL_RM_SLOT_FREE, __ATOMIC_RELEASE);
+            __atomic_add_fetch(&h->reclaimed, 1, __ATOMIC_RELAXED);
+            freed++;
+        }
+    }
+    return freed;
+}

@@ -1,0 +1,1017 @@
+/*
+ * threadlab-rm - the resource manager of multiprogrammed OpenMP
+ * applications (seed 004; docs/rm.md, docs/commands/rm.md).
+ *
+ *   threadlab-rm [--foreground] [--policy P] [--quantum-ms N] [--slots N]
+ *                [--cpus LIST] [--reset] [--verbose]     start the manager
+ *   threadlab-rm --status [--json]                         the arena, live
+ *   threadlab-rm --set [policy=P] [quantum_ms=N]           change it running
+ *   threadlab-rm --stop [--timeout S]                      stop it (SIGTERM)
+ *   threadlab-rm --layout                                  the arena layout, JSON
+ *
+ * The manager maps the arena, and every quantum (and at once when an
+ * application registers or leaves): frees the slots of dead applications,
+ * applies pending control requests, computes the policy, publishes each
+ * changed allocation, and beats its heartbeat.  No root is needed: the
+ * arena, the log (rm.log), the pid file (rm.pid) and the lock (rm.lock)
+ * belong to the user; the directory is $THREADLAB_RM_DIR, else
+ * $XDG_RUNTIME_DIR/threadlab, else /tmp/threadlab-<uid>.
+ *
+ * Exit status: 0 done; 1 failure (message on stderr); 2 usage error;
+ * 3 (--status, --set) no manager running.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "threadlab/compiler.h"
+#include "threadlab/rm.h"
+
+#define EXIT_USAGE 2
+#define EXIT_NOT_RUNNING 3
+#define CLAIM_TIMEOUT_NS UINT64_C(2000000000)
+
+static volatile sig_atomic_t stop_signal;
+static int verbose;
+static FILE *log_file;
+
+/* ------------------------------------------------------------- logging */
+
+static void logmsg(const char *fmt, ...) TL_PRINTF(1, 2);
+static int log_to_stderr;
+
+static void logmsg(const char *fmt, ...)
+{
+    FILE *out = log_file ? log_file : stderr;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    localtime_r(&ts.tv_sec, &tm);
+    char when[32];
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    fprintf(out, "%s.%03ld threadlab-rm[%d]: ", when, ts.tv_nsec / 1000000, (int)getpid());
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(out, fmt, ap);
+    va_end(ap);
+    fputc('\n', out);
+    fflush(out);
+    if (log_to_stderr && out != stderr) {
+        fprintf(stderr, "threadlab-rm: ");
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+    }
+}
+
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+/* -------------------------------------------------------------- options */
+
+typedef struct {
+    enum { MODE_RUN, MODE_STATUS, MODE_SET, MODE_STOP, MODE_LAYOUT } mode;
+    int foreground, reset, json;
+    unsigned policy, quantum_ms, nslots;
+    int policy_given, quantum_given;
+    tl_rm_cpuset cpus;
+    int cpus_given;
+    double timeout_s;
+    char arena[256];
+    char **set_args;
+    int nset;
+} options;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: threadlab-rm [--foreground] [--policy P] [--quantum-ms N] [--slots N] [--cpus LIST]\n"
+            "                    [--reset] [--verbose] [--arena NAME]\n"
+            "       threadlab-rm --status [--json]\n"
+            "       threadlab-rm --set [policy=P] [quantum_ms=N]\n"
+            "       threadlab-rm --stop [--timeout S]\n"
+            "       threadlab-rm --layout\n"
+            "policies: timeshare (default), equipartition, static; quantum %u..%u ms (default %u)\n",
+            TL_RM_MIN_QUANTUM_MS, TL_RM_MAX_QUANTUM_MS, TL_RM_DEFAULT_QUANTUM_MS);
+}
+
+static int bad(const char *fmt, ...) TL_PRINTF(1, 2);
+static int bad(const char *fmt, ...)
+{
+    fprintf(stderr, "threadlab-rm: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return EXIT_USAGE;
+}
+
+static int parse_unsigned(const char *text, unsigned low, unsigned high, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (end == text || *end || errno || text[0] == '-' || v < low || v > high)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->mode = MODE_RUN;
+    o->policy = TL_RM_POLICY_DEFAULT;
+    o->quantum_ms = TL_RM_DEFAULT_QUANTUM_MS;
+    o->nslots = TL_RM_DEFAULT_SLOTS;
+    o->timeout_s = 5.0;
+    tl_rm_arena_name(o->arena, sizeof o->arena);
+    static const struct option longs[] = {
+        {"foreground", no_argument, 0, 'f'}, {"policy", required_argument, 0, 'p'},
+        {"quantum-ms", required_argument, 0, 'q'}, {"slots", required_argument, 0, 'n'},
+        {"cpus", required_argument, 0, 'c'}, {"reset", no_argument, 0, 'r'},
+        {"verbose", no_argument, 0, 'v'}, {"arena", required_argument, 0, 'a'},
+        {"status", no_argument, 0, 'S'}, {"json", no_argument, 0, 'j'},
+        {"set", no_argument, 0, 'E'}, {"stop", no_argument, 0, 'K'},
+        {"timeout", required_argument, 0, 't'}, {"layout", no_argument, 0, 'L'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+", longs, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            o->foreground = 1;
+            break;
+        case 'p':
+            o->policy = tl_rm_policy_parse(optarg);
+            if (!o->policy)
+                return bad("--policy %s: expected timeshare, equipartition or static", optarg);
+            o->policy_given = 1;
+            break;
+        case 'q':
+            if (parse_unsigned(optarg, TL_RM_MIN_QUANTUM_MS, TL_RM_MAX_QUANTUM_MS, &o->quantum_ms))
+                return bad("--quantum-ms %s: expected an integer from %u to %u", optarg, TL_RM_MIN_QUANTUM_MS,
+                           TL_RM_MAX_QUANTUM_MS);
+            o->quantum_given = 1;
+            break;
+        case 'n':
+            if (parse_unsigned(optarg, 1, TL_RM_MAX_SLOTS, &o->nslots))
+                return bad("--slots %s: expected an integer from 1 to %u", optarg, TL_RM_MAX_SLOTS);
+            break;
+        case 'c':
+            if (tl_rm_cpuset_parse(optarg, &o->cpus))
+                return bad("--cpus %s: expected a CPU list such as 0-3,6 (CPUs below %u)", optarg, TL_RM_MAX_CPUS);
+            o->cpus_given = 1;
+            break;
+        case 'r':
+            o->reset = 1;
+            break;
+        case 'v':
+            verbose = 1;
+            break;
+        case 'a':
+            snprintf(o->arena, sizeof o->arena, "%s%s", optarg[0] == '/' ? "" : "/", optarg);
+            break;
+        case 'S':
+            o->mode = MODE_STATUS;
+            break;
+        case 'j':
+            o->json = 1;
+            break;
+        case 'E':
+            o->mode = MODE_SET;
+            break;
+        case 'K':
+            o->mode = MODE_STOP;
+            break;
+        case 't': {
+            char *end;
+            o->timeout_s = strtod(optarg, &end);
+            if (end == optarg || *end || !(o->timeout_s > 0 && o->timeout_s <= 3600))
+                return bad("--timeout %s: expected seconds from 0 to 3600", optarg);
+            break;
+        }
+        case 'L':
+            o->mode = MODE_LAYOUT;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return bad("unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc && o->mode != MODE_SET)
+        return bad("unexpected argument '%s' (see --help)", argv[optind]);
+    o->set_args = argv + optind;
+    o->nset = argc - optind;
+    return 0;
+}
+
+/* ------------------------------------------------------------- layout */
+
+static int cmd_layout(void)
+{
+#define FIELD(type, f) printf("%s\"%s\": [%zu, %zu]", first ? "" : ", ", #f, offsetof(type, f), sizeof(((type *)0)->f)), first = 0
+    int first = 1;
+    printf("{\"layout_version\": %u, \"magic\": \"0x%016llx\", \"max_cpus\": %u, \"header_size\": %zu, "
+           "\"slot_size\": %zu, \"default_slots\": %u,\n \"header\": {",
+           TL_RM_LAYOUT_VERSION, (unsigned long long)TL_RM_MAGIC, TL_RM_MAX_CPUS, sizeof(tl_rm_header),
+           sizeof(tl_rm_slot), TL_RM_DEFAULT_SLOTS);
+    FIELD(tl_rm_header, magic);
+    FIELD(tl_rm_header, layout_version);
+    FIELD(tl_rm_header, header_size);
+    FIELD(tl_rm_header, slot_size);
+    FIELD(tl_rm_header, nslots);
+    FIELD(tl_rm_header, ncpus);
+    FIELD(tl_rm_header, max_cpus);
+    FIELD(tl_rm_header, created_ns);
+    FIELD(tl_rm_header, manager_pid);
+    FIELD(tl_rm_header, manager_state);
+    FIELD(tl_rm_header, manager_start);
+    FIELD(tl_rm_header, manager_heartbeat_ns);
+    FIELD(tl_rm_header, generation);
+    FIELD(tl_rm_header, policy);
+    FIELD(tl_rm_header, quantum_ms);
+    FIELD(tl_rm_header, quanta);
+    FIELD(tl_rm_header, wake);
+    FIELD(tl_rm_header, ctl_seq);
+    FIELD(tl_rm_header, ctl_ack);
+    FIELD(tl_rm_header, ctl_policy);
+    FIELD(tl_rm_header, ctl_quantum_ms);
+    FIELD(tl_rm_header, ctl_result);
+    FIELD(tl_rm_header, ctl_lock);
+    FIELD(tl_rm_header, arrivals);
+    FIELD(tl_rm_header, reallocations);
+    FIELD(tl_rm_header, reclaimed);
+    FIELD(tl_rm_header, full);
+    FIELD(tl_rm_header, cpus);
+    printf("},\n \"slot\": {");
+    first = 1;
+    FIELD(tl_rm_slot, state);
+    FIELD(tl_rm_slot, pid);
+    FIELD(tl_rm_slot, start_time);
+    FIELD(tl_rm_slot, arrival);
+    FIELD(tl_rm_slot, registered_ns);
+    FIELD(tl_rm_slot, comm);
+    FIELD(tl_rm_slot, max_request);
+    FIELD(tl_rm_slot, flags);
+    FIELD(tl_rm_slot, requested);
+    FIELD(tl_rm_slot, last_team);
+    FIELD(tl_rm_slot, heartbeat_ns);
+    FIELD(tl_rm_slot, regions);
+    FIELD(tl_rm_slot, seq);
+    FIELD(tl_rm_slot, epoch);
+    FIELD(tl_rm_slot, alloc);
+    FIELD(tl_rm_slot, owned);
+    FIELD(tl_rm_slot, changes);
+    FIELD(tl_rm_slot, cpus);
+    printf("}}\n");
+#undef FIELD
+    return 0;
+}
+
+/* ------------------------------------------------------ status and set */
+
+static const char *manager_state_name(uint32_t state)
+{
+    switch (state) {
+    case TL_RM_MANAGER_RUNNING:
+        return "running";
+    case TL_RM_MANAGER_STOPPED:
+        return "stopped";
+    default:
+        return "none";
+    }
+}
+
+/* Opens the arena for --status/--set/--stop; prints why not.  Returns
+ * TL_RM_OK or the error code. */
+static int open_existing(const options *o, tl_rm_arena *arena, int quiet_absent)
+{
+    char err[512];
+    int rc = tl_rm_open(arena, o->arena, err, sizeof err);
+    if (rc == TL_RM_ENOENT || rc == TL_RM_EINIT) {
+        if (!quiet_absent)
+            fprintf(stderr, "threadlab-rm: not running (no arena %s)\n", o->arena);
+    } else if (rc == TL_RM_EVERSION) {
+        fprintf(stderr,
+                "threadlab-rm: refusing the arena %s\n  %s\n  stop the programs using it, then start the "
+                "manager with --reset\n",
+                o->arena, err);
+    } else if (rc != TL_RM_OK) {
+        fprintf(stderr, "threadlab-rm: %s\n", err);
+    }
+    return rc;
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+static double age_ms(uint64_t now, uint64_t then)
+{
+    return then && now > then ? (double)(now - then) / 1e6 : 0.0;
+}
+
+static int cmd_status(const options *o)
+{
+    tl_rm_arena arena;
+    int rc = open_existing(o, &arena, o->json);
+    if (rc == TL_RM_ENOENT || rc == TL_RM_EINIT) {
+        if (o->json)
+            printf("{\"arena\": \"%s\", \"running\": false, \"reason\": \"no arena\"}\n", o->arena);
+        return EXIT_NOT_RUNNING;
+    }
+    if (rc != TL_RM_OK)
+        return 1;
+    tl_rm_header *h = arena.hdr;
+    uint64_t now = tl_rm_now_ns();
+    int alive = tl_rm_manager_exists(h);
+    int fresh = tl_rm_manager_fresh(h, now);
+    char cpus[256];
+    tl_rm_cpuset_format(&h->cpus, cpus, sizeof cpus);
+    unsigned napps = 0;
+    for (unsigned i = 0; i < h->nslots; i++)
+        if (__atomic_load_n(&arena.slots[i].state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE)
+            napps++;
+    uint32_t state = __atomic_load_n(&h->manager_state, __ATOMIC_ACQUIRE);
+    if (o->json) {
+        printf("{\"arena\": ");
+        json_string(o->arena);
+        printf(", \"running\": %s, \"layout_version\": %u, \"nslots\": %u, \"ncpus\": %u, \"cpus\": \"%s\",\n",
+               alive ? "true" : "false", h->layout_version, h->nslots, h->ncpus, cpus);
+        printf(" \"manager\": {\"pid\": %d, \"state\": \"%s\", \"alive\": %s, \"fresh\": %s, "
+               "\"heartbeat_age_ms\": %.1f, \"generation\": %u, \"policy\": \"%s\", \"quantum_ms\": %u, "
+               "\"quanta\": %llu},\n",
+               (int)h->manager_pid, manager_state_name(state), alive ? "true" : "false", fresh ? "true" : "false",
+               age_ms(now, __atomic_load_n(&h->manager_heartbeat_ns, __ATOMIC_ACQUIRE)), h->generation,
+               tl_rm_policy_name(__atomic_load_n(&h->policy, __ATOMIC_ACQUIRE)),
+               __atomic_load_n(&h->quantum_ms, __ATOMIC_ACQUIRE),
+               (unsigned long long)__atomic_load_n(&h->quanta, __ATOMIC_RELAXED));
+        printf(" \"counters\": {\"arrivals\": %llu, \"reallocations\": %llu, \"reclaimed\": %llu, \"full\": %llu},\n",
+               (unsigned long long)h->arrivals, (unsigned long long)h->reallocations,
+               (unsigned long long)h->reclaimed, (unsigned long long)h->full);
+        printf(" \"apps\": [");
+    } else {
+        printf("arena %s (layout %u): %u CPUs (%s), %u of %u slots used\n", o->arena, h->layout_version, h->ncpus,
+               cpus, napps, h->nslots);
+        if (alive)
+            printf("manager pid %d: %s, policy %s, quantum %u ms, generation %u, %llu quanta, heartbeat %.0f ms ago%s\n",
+                   (int)h->manager_pid, manager_state_name(state), tl_rm_policy_name(h->policy), h->quantum_ms,
+                   h->generation, (unsigned long long)h->quanta,
+                   age_ms(now, __atomic_load_n(&h->manager_heartbeat_ns, __ATOMIC_ACQUIRE)),
+                   fresh ? "" : " (STALE)");
+        else
+            printf("manager: not running (last pid %d, state %s)\n", (int)h->manager_pid, manager_state_name(state));
+        printf("counters: %llu arrivals, %llu reallocations, %llu reclaimed, %llu refused (arena full)\n",
+               (unsigned long long)h->arrivals, (unsigned long long)h->reallocations,
+               (unsigned long long)h->reclaimed, (unsigned long long)h->full);
+        if (napps)
+            printf("%5s %8s %-16s %5s %5s %5s %-12s %8s %10s %9s\n", "slot", "pid", "program", "req", "team", "owns",
+                   "cpus", "epoch", "regions", "last(ms)");
+    }
+    int first = 1;
+    for (unsigned i = 0; i < h->nslots; i++) {
+        tl_rm_slot *s = &arena.slots[i];
+        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE)
+            continue;
+        uint32_t alloc, owned, epoch;
+        tl_rm_cpuset set;
+        tl_rm_read_alloc(s, &alloc, &owned, &epoch, &set);
+        char scpus[256], comm[TL_RM_COMM_LEN + 1];
+        tl_rm_cpuset_format(&set, scpus, sizeof scpus);
+        for (unsigned k = 0; k < TL_RM_COMM_LEN; k++)
+            comm[k] = __atomic_load_n(&s->comm[k], __ATOMIC_RELAXED);
+        comm[TL_RM_COMM_LEN] = '\0';
+        pid_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
+        int app_alive = tl_rm_proc_alive(pid, __atomic_load_n(&s->start_time, __ATOMIC_RELAXED));
+        uint64_t beat = __atomic_load_n(&s->heartbeat_ns, __ATOMIC_RELAXED);
+        uint64_t coarse = tl_rm_coarse_ns();
+        if (o->json) {
+            printf("%s\n  {\"slot\": %u, \"pid\": %d, \"comm\": ", first ? "" : ",", i, (int)pid);
+            json_string(comm);
+            printf(", \"alive\": %s, \"arrival\": %llu, \"requested\": %u, \"max_request\": %u, \"team\": %u, "
+                   "\"owned\": %u, \"cpus\": \"%s\", \"epoch\": %u, \"changes\": %llu, \"regions\": %llu, "
+                   "\"last_team\": %u, \"last_region_age_ms\": %.1f, \"pinned\": %s}",
+                   app_alive ? "true" : "false", (unsigned long long)s->arrival, s->requested, s->max_request, alloc,
+                   owned, scpus, epoch, (unsigned long long)s->changes,
+                   (unsigned long long)__atomic_load_n(&s->regions, __ATOMIC_RELAXED), s->last_team,
+                   age_ms(coarse, beat), (s->flags & TL_RM_APP_PINNED) ? "true" : "false");
+        } else {
+            printf("%5u %8d %-16s %5u %5u %5u %-12s %8u %10llu %9.0f%s\n", i, (int)pid, comm, s->requested, alloc,
+                   owned, scpus[0] ? scpus : "-", epoch,
+                   (unsigned long long)__atomic_load_n(&s->regions, __ATOMIC_RELAXED), age_ms(coarse, beat),
+                   app_alive ? "" : " (dead)");
+        }
+        first = 0;
+    }
+    if (o->json)
+        printf("%s]}\n", first ? "" : "\n ");
+    tl_rm_close(&arena);
+    return alive ? 0 : EXIT_NOT_RUNNING;
+}
+
+static int cmd_set(const options *o)
+{
+    unsigned policy = 0, quantum = 0;
+    if (o->nset == 0)
+        return bad("--set needs policy=P and/or quantum_ms=N");
+    for (int i = 0; i < o->nset; i++) {
+        const char *arg = o->set_args[i];
+        const char *eq = strchr(arg, '=');
+        if (!eq)
+            return bad("--set %s: expected KEY=VALUE with KEY policy or quantum_ms", arg);
+        size_t klen = (size_t)(eq - arg);
+        if (klen == 6 && !strncmp(arg, "policy", 6)) {
+            policy = tl_rm_policy_parse(eq + 1);
+            if (!policy)
+                return bad("--set %s: expected policy=timeshare, equipartition or static", arg);
+        } else if ((klen == 10 && !strncmp(arg, "quantum_ms", 10)) || (klen == 10 && !strncmp(arg, "quantum-ms", 10)) ||
+                   (klen == 7 && !strncmp(arg, "quantum", 7))) {
+            if (parse_unsigned(eq + 1, TL_RM_MIN_QUANTUM_MS, TL_RM_MAX_QUANTUM_MS, &quantum))
+                return bad("--set %s: expected quantum_ms from %u to %u", arg, TL_RM_MIN_QUANTUM_MS,
+                           TL_RM_MAX_QUANTUM_MS);
+        } else {
+            return bad("--set %s: unknown key '%.*s' (accepted: policy, quantum_ms)", arg, (int)klen, arg);
+        }
+    }
+    tl_rm_arena arena;
+    int rc = open_existing(o, &arena, 0);
+    if (rc == TL_RM_ENOENT || rc == TL_RM_EINIT)
+        return EXIT_NOT_RUNNING;
+    if (rc != TL_RM_OK)
+        return 1;
+    tl_rm_header *h = arena.hdr;
+    if (!tl_rm_manager_exists(h)) {
+        fprintf(stderr, "threadlab-rm: not running (the arena %s has no live manager)\n", o->arena);
+        tl_rm_close(&arena);
+        return EXIT_NOT_RUNNING;
+    }
+    /* One writer at a time fills the request. */
+    uint64_t deadline = tl_rm_now_ns() + UINT64_C(2000000000);
+    uint32_t unlocked = 0;
+    while (!__atomic_compare_exchange_n(&h->ctl_lock, &unlocked, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        unlocked = 0;
+        if (tl_rm_now_ns() > deadline) {
+            /* A writer died holding it: take it over. */
+            __atomic_store_n(&h->ctl_lock, 1, __ATOMIC_SEQ_CST);
+            break;
+        }
+        usleep(1000);
+    }
+    __atomic_store_n(&h->ctl_policy, policy, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->ctl_quantum_ms, quantum, __ATOMIC_RELAXED);
+    uint32_t seq = __atomic_add_fetch(&h->ctl_seq, 1, __ATOMIC_RELEASE);
+    tl_rm_wake_manager(h);
+    deadline = tl_rm_now_ns() + (uint64_t)(o->timeout_s * 1e9);
+    int done = 0;
+    while (tl_rm_now_ns() < deadline) {
+        if ((int32_t)(__atomic_load_n(&h->ctl_ack, __ATOMIC_ACQUIRE) - seq) >= 0) {
+            done = 1;
+            break;
+        }
+        usleep(1000);
+    }
+    int result = __atomic_load_n(&h->ctl_result, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&h->ctl_lock, 0, __ATOMIC_RELEASE);
+    if (!done) {
+        fprintf(stderr, "threadlab-rm: the manager (pid %d) did not apply the change within %g s\n",
+                (int)h->manager_pid, o->timeout_s);
+        tl_rm_close(&arena);
+        return 1;
+    }
+    if (result != 0) {
+        fprintf(stderr, "threadlab-rm: the manager refused the change: %s\n", strerror(result));
+        tl_rm_close(&arena);
+        return 1;
+    }
+    printf("policy %s, quantum %u ms\n", tl_rm_policy_name(h->policy), h->quantum_ms);
+    tl_rm_close(&arena);
+    return 0;
+}
+
+static int cmd_stop(const options *o)
+{
+    tl_rm_arena arena;
+    int rc = open_existing(o, &arena, 1);
+    if (rc == TL_RM_ENOENT || rc == TL_RM_EINIT) {
+        printf("threadlab-rm is not running\n");
+        return 0;
+    }
+    if (rc != TL_RM_OK)
+        return 1;
+    tl_rm_header *h = arena.hdr;
+    pid_t pid = h->manager_pid;
+    uint64_t start = h->manager_start;
+    if (!tl_rm_manager_exists(h)) {
+        printf("threadlab-rm is not running\n");
+        tl_rm_close(&arena);
+        return 0;
+    }
+    if (kill(pid, SIGTERM) != 0) {
+        fprintf(stderr, "threadlab-rm: cannot signal the manager (pid %d): %s\n", (int)pid, strerror(errno));
+        tl_rm_close(&arena);
+        return 1;
+    }
+    uint64_t deadline = tl_rm_now_ns() + (uint64_t)(o->timeout_s * 1e9);
+    while (tl_rm_proc_alive(pid, start) && tl_rm_now_ns() < deadline)
+        usleep(5000);
+    tl_rm_close(&arena);
+    if (tl_rm_proc_alive(pid, start)) {
+        fprintf(stderr, "threadlab-rm: the manager (pid %d) is still running after %g s\n", (int)pid, o->timeout_s);
+        return 1;
+    }
+    printf("threadlab-rm stopped (pid %d)\n", (int)pid);
+    return 0;
+}
+
+/* ------------------------------------------------------------- manager */
+
+typedef struct {
+    tl_rm_arena arena;
+    tl_rm_cpuset machine;
+    uint64_t *known_arrival;    /* occupant each slot had at the last allocation */
+    uint64_t *claimed_since;    /* when a CLAIMED slot was first seen, 0 = not claimed */
+    tl_rm_policy_app *apps;
+    tl_rm_policy_out *out;
+    unsigned *slot_of;
+    uint64_t round;
+    char dir[512];
+    char pidfile[600];
+    int wrote_pidfile;
+    int lockfd;
+} manager;
+
+/* Frees CLAIMED slots whose registering process died half-way. */
+static void free_stuck_claims(manager *m, uint64_t now)
+{
+    tl_rm_header *h = m->arena.hdr;
+    for (unsigned i = 0; i < h->nslots; i++) {
+        tl_rm_slot *s = &m->arena.slots[i];
+        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_CLAIMED) {
+            m->claimed_since[i] = 0;
+            continue;
+        }
+        if (!m->claimed_since[i]) {
+            m->claimed_since[i] = now;
+            continue;
+        }
+        if (now - m->claimed_since[i] < CLAIM_TIMEOUT_NS)
+            continue;
+        pid_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
+        if (pid > 0 && kill(pid, 0) == 0)
+            continue;
+        uint32_t expected = TL_RM_SLOT_CLAIMED;
+        if (__atomic_compare_exchange_n(&s->state, &expected, TL_RM_SLOT_FREE, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            logmsg("slot %u: freed a registration its process (pid %d) never finished", i, (int)pid);
+            __atomic_add_fetch(&h->reclaimed, 1, __ATOMIC_RELAXED);
+        }
+        m->claimed_since[i] = 0;
+    }
+}
+
+static void apply_control(manager *m)
+{
+    tl_rm_header *h = m->arena.hdr;
+    uint32_t seq = __atomic_load_n(&h->ctl_seq, __ATOMIC_ACQUIRE);
+    if (seq == __atomic_load_n(&h->ctl_ack, __ATOMIC_RELAXED))
+        return;
+    uint32_t policy = __atomic_load_n(&h->ctl_policy, __ATOMIC_RELAXED);
+    uint32_t quantum = __atomic_load_n(&h->ctl_quantum_ms, __ATOMIC_RELAXED);
+    int result = 0;
+    if ((policy && !tl_rm_policy_parse(tl_rm_policy_name(policy))) ||
+        (quantum && (quantum < TL_RM_MIN_QUANTUM_MS || quantum > TL_RM_MAX_QUANTUM_MS))) {
+        result = EINVAL;
+        logmsg("control request %u refused: policy %u, quantum %u ms", seq, policy, quantum);
+    } else {
+        if (policy && policy != h->policy) {
+            logmsg("policy %s -> %s", tl_rm_policy_name(h->policy), tl_rm_policy_name(policy));
+            __atomic_store_n(&h->policy, policy, __ATOMIC_RELEASE);
+        }
+        if (quantum && quantum != h->quantum_ms) {
+            logmsg("quantum %u ms -> %u ms", h->quantum_ms, quantum);
+            __atomic_store_n(&h->quantum_ms, quantum, __ATOMIC_RELEASE);
+        }
+    }
+    __atomic_store_n(&h->ctl_result, result, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->ctl_ack, seq, __ATOMIC_RELEASE);
+}
+
+/* One scheduling decision: the policy over the active slots, published. */
+static void schedule(manager *m, int quantum_tick)
+{
+    tl_rm_header *h = m->arena.hdr;
+    unsigned reaped = tl_rm_reap(&m->arena);
+    if (reaped)
+        logmsg("freed %u slot%s of dead applications", reaped, reaped == 1 ? "" : "s");
+    unsigned n = 0;
+    for (unsigned i = 0; i < h->nslots; i++) {
+        tl_rm_slot *s = &m->arena.slots[i];
+        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE) {
+            m->known_arrival[i] = 0;
+            continue;
+        }
+        tl_rm_policy_app *a = &m->apps[n];
+        a->key = i;
+        a->arrival = __atomic_load_n(&s->arrival, __ATOMIC_RELAXED);
+        a->request = __atomic_load_n(&s->requested, __ATOMIC_RELAXED);
+        if (a->arrival != m->known_arrival[i]) {
+            a->prev_alloc = 0; /* a new occupant */
+            tl_rm_cpuset_zero(&a->prev_cpus);
+            char comm[TL_RM_COMM_LEN + 1];
+            for (unsigned k = 0; k < TL_RM_COMM_LEN; k++)
+                comm[k] = __atomic_load_n(&s->comm[k], __ATOMIC_RELAXED);
+            comm[TL_RM_COMM_LEN] = '\0';
+            logmsg("slot %u: registered pid %d (%s), request %u", i, (int)s->pid, comm, a->request);
+        } else {
+            tl_rm_read_alloc(s, &a->prev_alloc, NULL, NULL, &a->prev_cpus);
+        }
+        m->slot_of[n] = i;
+        n++;
+    }
+    tl_rm_policy_compute(__atomic_load_n(&h->policy, __ATOMIC_ACQUIRE), &m->machine, m->round, m->apps, n, m->out);
+    for (unsigned j = 0; j < n; j++) {
+        unsigned i = m->slot_of[j];
+        tl_rm_slot *s = &m->arena.slots[i];
+        int fresh = m->known_arrival[i] != m->apps[j].arrival;
+        if (tl_rm_publish_alloc(s, m->out[j].alloc, &m->out[j].cpus, fresh)) {
+            __atomic_add_fetch(&h->reallocations, 1, __ATOMIC_RELAXED);
+            /* Team changes are logged; CPU rotations only with --verbose. */
+            if (verbose || m->apps[j].prev_alloc != m->out[j].alloc) {
+                char cpus[128];
+                tl_rm_cpuset_format(&m->out[j].cpus, cpus, sizeof cpus);
+                logmsg("slot %u (pid %d): team %u -> %u, cpus [%s]%s", i, (int)s->pid, m->apps[j].prev_alloc,
+                       m->out[j].alloc, cpus, quantum_tick ? "" : " (at once)");
+            }
+        }
+        m->known_arrival[i] = m->apps[j].arrival;
+    }
+}
+
+static int take_lock(manager *m, char *err, size_t errlen)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/rm.lock", m->dir);
+    m->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (m->lockfd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(m->lockfd, LOCK_EX | LOCK_NB) != 0) {
+        char pidtext[32] = "?";
+        FILE *f = fopen(m->pidfile, "r");
+        if (f) {
+            if (!fgets(pidtext, sizeof pidtext, f))
+                snprintf(pidtext, sizeof pidtext, "?");
+            fclose(f);
+            pidtext[strcspn(pidtext, "\n")] = '\0';
+        }
+        snprintf(err, errlen, "already running (pid %s, lock %s)", pidtext, path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The machine's CPUs (this process's affinity), or the --cpus subset. */
+static int machine_cpus(const options *o, tl_rm_cpuset *out, char *err, size_t errlen)
+{
+    cpu_set_t *set = CPU_ALLOC(TL_RM_MAX_CPUS);
+    size_t size = CPU_ALLOC_SIZE(TL_RM_MAX_CPUS);
+    CPU_ZERO_S(size, set);
+    if (sched_getaffinity(0, size, set) != 0) {
+        snprintf(err, errlen, "sched_getaffinity: %s", strerror(errno));
+        CPU_FREE(set);
+        return -1;
+    }
+    tl_rm_cpuset_zero(out);
+    for (unsigned c = 0; c < TL_RM_MAX_CPUS; c++)
+        if (CPU_ISSET_S(c, size, set))
+            tl_rm_cpuset_add(out, c);
+    CPU_FREE(set);
+    if (o->cpus_given) {
+        for (unsigned c = 0; c < TL_RM_MAX_CPUS; c++) {
+            if (tl_rm_cpuset_has(&o->cpus, c) && !tl_rm_cpuset_has(out, c)) {
+                char have[256];
+                tl_rm_cpuset_format(out, have, sizeof have);
+                snprintf(err, errlen, "--cpus: CPU %u is not available to this process (available: %s)", c, have);
+                return -1;
+            }
+        }
+        *out = o->cpus;
+    }
+    return 0;
+}
+
+/* Maps (adopting a dead manager's arena) or creates the arena. */
+static int setup_arena(manager *m, const options *o, char *err, size_t errlen)
+{
+    char why[512];
+    int rc = tl_rm_open(&m->arena, o->arena, why, sizeof why);
+    int create = 0, reset = o->reset;
+    if (rc == TL_RM_OK) {
+        tl_rm_header *h = m->arena.hdr;
+        if (tl_rm_manager_exists(h) && h->manager_pid != getpid()) {
+            snprintf(err, errlen, "another manager (pid %d) runs on the arena %s", (int)h->manager_pid, o->arena);
+            tl_rm_close(&m->arena);
+            return -1;
+        }
+        if (reset || (o->nslots != TL_RM_DEFAULT_SLOTS && o->nslots != h->nslots)) {
+            tl_rm_close(&m->arena);
+            create = 1;
+            reset = 1;
+        } else {
+            unsigned live = 0;
+            for (unsigned i = 0; i < h->nslots; i++)
+                if (__atomic_load_n(&m->arena.slots[i].state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE)
+                    live++;
+            logmsg("adopting the arena %s of generation %u (%u registered slots)", o->arena, h->generation, live);
+        }
+    } else if (rc == TL_RM_ENOENT) {
+        create = 1;
+    } else if (rc == TL_RM_EINIT) {
+        logmsg("replacing the arena %s left half-created: %s", o->arena, why);
+        create = 1;
+        reset = 1;
+    } else if (rc == TL_RM_EVERSION) {
+        if (!reset) {
+            snprintf(err, errlen, "refusing the arena %s: %s; stop the programs using it and start with --reset",
+                     o->arena, why);
+            return -1;
+        }
+        create = 1;
+    } else {
+        snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    if (create) {
+        rc = tl_rm_create(&m->arena, o->arena, o->nslots, &m->machine, reset, why, sizeof why);
+        if (rc != TL_RM_OK) {
+            snprintf(err, errlen, "%s", why);
+            return -1;
+        }
+        logmsg("created the arena %s (%u slots, %zu bytes)", o->arena, o->nslots, m->arena.size);
+    }
+    tl_rm_header *h = m->arena.hdr;
+    h->cpus = m->machine;
+    h->ncpus = tl_rm_cpuset_count(&m->machine);
+    if (create || o->policy_given)
+        __atomic_store_n(&h->policy, o->policy, __ATOMIC_RELEASE);
+    if (create || o->quantum_given)
+        __atomic_store_n(&h->quantum_ms, o->quantum_ms, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->ctl_ack, __atomic_load_n(&h->ctl_seq, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+    __atomic_store_n(&h->ctl_lock, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->manager_pid, getpid(), __ATOMIC_RELEASE);
+    __atomic_store_n(&h->manager_start, tl_rm_proc_start_time(getpid()), __ATOMIC_RELEASE);
+    __atomic_store_n(&h->manager_heartbeat_ns, tl_rm_now_ns(), __ATOMIC_RELEASE);
+    __atomic_add_fetch(&h->generation, 1, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&h->quanta, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->manager_state, TL_RM_MANAGER_RUNNING, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int manager_init(manager *m, const options *o, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    m->lockfd = -1;
+    if (tl_rm_runtime_dir(m->dir, sizeof m->dir, 1, err, errlen))
+        return -1;
+    snprintf(m->pidfile, sizeof m->pidfile, "%s/rm.pid", m->dir);
+    if (take_lock(m, err, errlen))
+        return -1;
+    if (machine_cpus(o, &m->machine, err, errlen))
+        return -1;
+    if (setup_arena(m, o, err, errlen))
+        return -1;
+    unsigned n = m->arena.hdr->nslots;
+    m->known_arrival = calloc(n, sizeof *m->known_arrival);
+    m->claimed_since = calloc(n, sizeof *m->claimed_since);
+    m->apps = calloc(n, sizeof *m->apps);
+    m->out = calloc(n, sizeof *m->out);
+    m->slot_of = calloc(n, sizeof *m->slot_of);
+    if (!m->known_arrival || !m->claimed_since || !m->apps || !m->out || !m->slot_of) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    /* Adopted slots keep their allocation: the manager knows their occupant. */
+    for (unsigned i = 0; i < n; i++)
+        if (__atomic_load_n(&m->arena.slots[i].state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE)
+            m->known_arrival[i] = __atomic_load_n(&m->arena.slots[i].arrival, __ATOMIC_RELAXED);
+    FILE *f = fopen(m->pidfile, "w");
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", m->pidfile, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "%d\n", (int)getpid());
+    fclose(f);
+    m->wrote_pidfile = 1;
+    return 0;
+}
+
+static void manager_loop(manager *m)
+{
+    tl_rm_header *h = m->arena.hdr;
+    uint64_t next_tick = tl_rm_now_ns();
+    uint32_t seen_wake = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
+    while (!stop_signal) {
+        uint64_t now = tl_rm_now_ns();
+        int tick = now >= next_tick;
+        if (!tick) {
+            tl_rm_futex_wait(&h->wake, seen_wake, next_tick - now);
+            if (stop_signal)
+                break;
+            uint32_t wake = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
+            now = tl_rm_now_ns();
+            tick = now >= next_tick;
+            if (!tick && wake == seen_wake)
+                continue; /* spurious */
+            seen_wake = wake;
+        }
+        apply_control(m);
+        if (tick) {
+            uint64_t q = (uint64_t)__atomic_load_n(&h->quantum_ms, __ATOMIC_ACQUIRE) * UINT64_C(1000000);
+            next_tick += q;
+            if (next_tick <= now)
+                next_tick = now + q; /* fell behind: no burst of catch-up quanta */
+            m->round++;
+            __atomic_store_n(&h->quanta, m->round, __ATOMIC_RELAXED);
+            free_stuck_claims(m, now);
+        }
+        schedule(m, tick);
+        __atomic_store_n(&h->manager_heartbeat_ns, tl_rm_now_ns(), __ATOMIC_RELEASE);
+    }
+}
+
+static void manager_shutdown(manager *m, const options *o)
+{
+    tl_rm_header *h = m->arena.hdr;
+    if (h) {
+        __atomic_store_n(&h->manager_state, TL_RM_MANAGER_STOPPED, __ATOMIC_RELEASE);
+        /* Applications waiting for an allocation stop waiting. */
+        for (unsigned i = 0; i < h->nslots; i++)
+            tl_rm_futex_wake(&m->arena.slots[i].epoch, INT_MAX);
+        /* A fresh start makes a fresh arena; running applications noticed
+         * STOPPED and run unmanaged until they find the next one. */
+        tl_rm_unlink(o->arena);
+        tl_rm_close(&m->arena);
+    }
+    if (m->wrote_pidfile)
+        unlink(m->pidfile);
+    if (m->lockfd >= 0)
+        close(m->lockfd);
+    free(m->known_arrival);
+    free(m->claimed_since);
+    free(m->apps);
+    free(m->out);
+    free(m->slot_of);
+}
+
+static int cmd_run(const options *o)
+{
+    int ready[2] = {-1, -1};
+    char err[4096] = "";
+    if (!o->foreground) {
+        /* Daemonize; the first process waits for the daemon's verdict. */
+        if (pipe(ready) != 0) {
+            fprintf(stderr, "threadlab-rm: pipe: %s\n", strerror(errno));
+            return 1;
+        }
+        pid_t child = fork();
+        if (child < 0) {
+            fprintf(stderr, "threadlab-rm: fork: %s\n", strerror(errno));
+            return 1;
+        }
+        if (child > 0) {
+            close(ready[1]);
+            char msg[4200];
+            ssize_t n, got = 0;
+            while ((n = read(ready[0], msg + got, sizeof msg - 1 - (size_t)got)) > 0)
+                got += n;
+            msg[got > 0 ? got : 0] = '\0';
+            waitpid(child, NULL, 0);
+            if (strncmp(msg, "ok ", 3) == 0) {
+                printf("threadlab-rm started (pid %s)\n", msg + 3);
+                return 0;
+            }
+            fprintf(stderr, "threadlab-rm: %s\n", got > 0 ? msg : "the manager exited before it was ready");
+            return 1;
+        }
+        close(ready[0]);
+        setsid();
+        pid_t daemon_pid = fork();
+        if (daemon_pid < 0)
+            _exit(1);
+        if (daemon_pid > 0)
+            _exit(0);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            close(null);
+        }
+        if (chdir("/") != 0)
+            (void)0;
+    }
+    char dir[512];
+    if (tl_rm_runtime_dir(dir, sizeof dir, 1, err, sizeof err) == 0) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/rm.log", dir);
+        log_file = fopen(path, "a");
+        if (log_file && !o->foreground)
+            dup2(fileno(log_file), 2);
+    }
+    log_to_stderr = o->foreground && verbose;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+
+    manager m;
+    if (manager_init(&m, o, err, sizeof err) != 0) {
+        logmsg("cannot start: %s", err);
+        if (ready[1] >= 0) {
+            ssize_t w = write(ready[1], err, strlen(err));
+            (void)w;
+            close(ready[1]);
+        } else {
+            fprintf(stderr, "threadlab-rm: %s\n", err);
+        }
+        manager_shutdown(&m, o);
+        return 1;
+    }
+    char cpus[256];
+    tl_rm_cpuset_format(&m.machine, cpus, sizeof cpus);
+    logmsg("running: arena %s, CPUs %s, policy %s, quantum %u ms, generation %u, log %s/rm.log", o->arena, cpus,
+           tl_rm_policy_name(m.arena.hdr->policy), m.arena.hdr->quantum_ms, m.arena.hdr->generation, m.dir);
+    if (ready[1] >= 0) {
+        char msg[64];
+        int len = snprintf(msg, sizeof msg, "ok %d", (int)getpid());
+        ssize_t w = write(ready[1], msg, (size_t)len);
+        (void)w;
+        close(ready[1]);
+    } else {
+        printf("threadlab-rm running (pid %d), arena %s, CPUs %s; Ctrl-C stops it\n", (int)getpid(), o->arena, cpus);
+        fflush(stdout);
+    }
+    manager_loop(&m);
+    logmsg("stopping (%s)", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+    manager_shutdown(&m, o);
+    if (log_file)
+        fclose(log_file);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc)
+        return rc;
+    switch (o.mode) {
+    case MODE_STATUS:
+        return cmd_status(&o);
+    case MODE_SET:
+        return cmd_set(&o);
+    case MODE_STOP:
+        return cmd_stop(&o);
+    case MODE_LAYOUT:
+        return cmd_layout();
+    default:
+        return cmd_run(&o);
+    }
+}

@@ -1,0 +1,363 @@
+/*
+ * stack.c - ULT stacks: size-class pools carved out of large mappings,
+ * per-VP caches, guard pages or canaries, the overflow reporter.
+ *
+ * Memory. A pool serves one slot size. Slots are carved from chunks of
+ * about 4 MiB mapped MAP_NORESERVE: the kernel commits a page only when a
+ * thread first touches it, so a 64 KiB stack whose thread used 2 KiB costs
+ * one 4 KiB page, and a chunk is one VMA however many stacks it holds
+ * (vm.max_map_count, 65530 by default, limits VMAs, not bytes). Freed
+ * stacks go to the freeing VP's cache (LIFO, still warm), overflowing into
+ * the pool's global list. Nothing is unmapped before tl_ult_finalize.
+ *
+ * Guard mode. Every slot starts with a PROT_NONE page. mprotect on a page
+ * in the middle of a chunk splits the VMA, so each guarded stack costs two
+ * VMAs: about 32K guarded stacks per process by default. The runtime
+ * keeps (vm.max_map_count - 8192) / 2 as its budget, leaving mappings for
+ * the rest of the process; past it (or if mprotect fails) a slot gets the
+ * canary only and tl_rt.guard_fallbacks counts it.
+ *
+ * Canary. The lowest TL_CANARY_BYTES of every stack hold a value derived
+ * from a per-process secret and the address; the scheduler checks it (and
+ * that the stack pointer is above it) whenever a ULT switches out or
+ * exits. It detects an overflow after the fact, at the next switch, unless
+ * the overflow skipped over it or the thread crashed first. Writing it
+ * touches the lowest page of the stack: a stack larger than a page costs
+ * two resident pages instead of one. Guard-mode stacks skip it (the guard
+ * page detects more, for free) unless some slot fell back to the canary.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define CHUNK_TARGET ((size_t)4 << 20)
+
+static size_t round_up(size_t x, size_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+tl_stack_pool *tl_stack_pool_for(size_t size, int *err)
+{
+    int guard = tl_rt.cfg.stack_mode == TL_ULT_STACK_GUARD;
+    if (size < TL_STACK_MIN || size > TL_STACK_MAX) {
+        *err = EINVAL;
+        return NULL;
+    }
+    size_t usable = guard ? round_up(size, tl_rt.page) : round_up(size, 256);
+    pthread_mutex_lock(&tl_rt.lock);
+    tl_stack_pool *p;
+    for (p = tl_rt.pools; p; p = p->next)
+        if (p->usable == usable)
+            break;
+    if (!p) {
+        p = calloc(1, sizeof *p);
+        if (p) {
+            p->usable = usable;
+            p->guard = guard;
+            p->slot = usable + (guard ? tl_rt.page : 0);
+            p->next = tl_rt.pools;
+            tl_rt.pools = p;
+        }
+    }
+    pthread_mutex_unlock(&tl_rt.lock);
+    if (!p)
+        *err = ENOMEM;
+    return p;
+}
+
+static int record_chunk(void *addr, size_t len)
+{
+    if (tl_rt.nchunks + 2 > tl_rt.chunks_cap) {
+        size_t cap = tl_rt.chunks_cap ? 2 * tl_rt.chunks_cap : 64;
+        void **n = realloc(tl_rt.chunks, cap * sizeof *n);
+        if (!n)
+            return ENOMEM;
+        tl_rt.chunks = n;
+        tl_rt.chunks_cap = cap;
+    }
+    tl_rt.chunks[tl_rt.nchunks++] = addr;
+    tl_rt.chunks[tl_rt.nchunks++] = (void *)len;
+    return 0;
+}
+
+/* Under tl_rt.lock: one slot from the pool's global list or a chunk. */
+static char *pool_take(tl_stack_pool *p)
+{
+    if (p->free) {
+        char *lo = p->free;
+        p->free = *(void **)(lo + p->usable - sizeof(void *));
+        p->nfree--;
+        return lo;
+    }
+    if (p->carve == p->carve_end) {
+        size_t nslots = CHUNK_TARGET / p->slot;
+        if (nslots == 0)
+            nslots = 1;
+        size_t len = round_up(nslots * p->slot, tl_rt.page);
+        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        if (record_chunk(m, len)) {
+            munmap(m, len);
+            return NULL;
+        }
+        p->carve = m;
+        p->carve_end = (char *)m + nslots * p->slot;
+        tl_rt.stack_bytes += len;
+    }
+    char *slot = p->carve;
+    p->carve += p->slot;
+    tl_rt.stack_slots++;
+    if (p->guard) {
+        /* each guard page costs a VMA: stay well below vm.max_map_count,
+         * or every later mmap of the process (malloc, thread stacks, our
+         * own chunks) would fail */
+        if (tl_rt.guarded < tl_rt.guard_budget && mprotect(slot, tl_rt.page, PROT_NONE) == 0)
+            tl_rt.guarded++;
+        else
+            atomic_fetch_add_explicit(&tl_rt.guard_fallbacks, 1, RLX);
+        return slot + tl_rt.page;
+    }
+    return slot;
+}
+
+static struct tl_stack_cache *cache_of(tl_vp *vp, tl_stack_pool *p)
+{
+    for (int i = 0; i < TL_STACK_CACHE_WAYS; i++)
+        if (vp->scache[i].pool == p)
+            return &vp->scache[i];
+    /* evict the way with the fewest stacks */
+    struct tl_stack_cache *c = &vp->scache[0];
+    for (int i = 1; i < TL_STACK_CACHE_WAYS; i++)
+        if (vp->scache[i].n < c->n)
+            c = &vp->scache[i];
+    if (c->pool && c->head) {
+        pthread_mutex_lock(&tl_rt.lock);
+        while (c->head) {
+            char *lo = c->head;
+            c->head = *(void **)(lo + c->pool->usable - sizeof(void *));
+            *(void **)(lo + c->pool->usable - sizeof(void *)) = c->pool->free;
+            c->pool->free = lo;
+            c->pool->nfree++;
+        }
+        pthread_mutex_unlock(&tl_rt.lock);
+    }
+    c->pool = p;
+    c->head = NULL;
+    c->n = 0;
+    return c;
+}
+
+struct refill {
+    tl_vp *vp;
+    tl_stack_pool *pool;
+    char *lo;
+};
+
+/* cache miss: global list or a new chunk, under the lock (slow path, on
+ * the scheduler stack) */
+static void stack_refill(void *arg)
+{
+    struct refill *r = arg;
+    tl_stack_pool *p = r->pool;
+    struct tl_stack_cache *c = cache_of(r->vp, p);
+    pthread_mutex_lock(&tl_rt.lock);
+    char *lo = pool_take(p);
+    /* take a few more at once: fewer trips to the global lock */
+    for (int i = 0; lo && i < 8 && p->free; i++) {
+        char *x = pool_take(p);
+        *(void **)(x + p->usable - sizeof(void *)) = c->head;
+        c->head = x;
+        c->n++;
+    }
+    pthread_mutex_unlock(&tl_rt.lock);
+    if (!lo)
+        tl_die("threadlab-ult: cannot map a %zu-byte stack: %s", p->slot, strerror(errno));
+    r->lo = lo;
+}
+
+char *tl_stack_get(tl_vp *vp, tl_stack_pool *p)
+{
+    struct tl_stack_cache *c = cache_of(vp, p);
+    char *lo = c->head;
+    if (TL_LIKELY(lo)) {
+        c->head = *(void **)(lo + p->usable - sizeof(void *));
+        c->n--;
+    } else {
+        struct refill r = {vp, p, NULL};
+        tl_slowpath(vp, stack_refill, &r);
+        lo = r.lo;
+    }
+    if (tl_stack_needs_canary(p))
+        tl_stack_write_canary(lo);
+    return lo;
+}
+
+void tl_stack_put(tl_vp *vp, tl_stack_pool *p, char *lo)
+{
+#if TL_ULT_ASAN
+    /* frames that never returned (the exit path) left poisoned redzones */
+    ASAN_UNPOISON_MEMORY_REGION(lo, p->usable);
+#endif
+    struct tl_stack_cache *c = cache_of(vp, p);
+    *(void **)(lo + p->usable - sizeof(void *)) = c->head;
+    c->head = lo;
+    if (TL_UNLIKELY(++c->n > TL_STACK_CACHE_MAX)) {
+        pthread_mutex_lock(&tl_rt.lock);
+        while (c->n > TL_STACK_CACHE_MAX / 2) {
+            char *x = c->head;
+            c->head = *(void **)(x + p->usable - sizeof(void *));
+            c->n--;
+            *(void **)(x + p->usable - sizeof(void *)) = p->free;
+            p->free = x;
+            p->nfree++;
+        }
+        pthread_mutex_unlock(&tl_rt.lock);
+    }
+}
+
+void tl_stack_flush_cache(tl_vp *vp)
+{
+    for (int i = 0; i < TL_STACK_CACHE_WAYS; i++) {
+        vp->scache[i].pool = NULL;
+        vp->scache[i].head = NULL;
+        vp->scache[i].n = 0;
+    }
+}
+
+void tl_stack_finalize(void)
+{
+    for (size_t i = 0; i < tl_rt.nchunks; i += 2)
+        munmap(tl_rt.chunks[i], (size_t)tl_rt.chunks[i + 1]);
+    free(tl_rt.chunks);
+    tl_rt.chunks = NULL;
+    tl_rt.nchunks = tl_rt.chunks_cap = 0;
+    while (tl_rt.pools) {
+        tl_stack_pool *p = tl_rt.pools;
+        tl_rt.pools = p->next;
+        free(p);
+    }
+}
+
+/* ---- overflow reporting ------------------------------------------- */
+
+TL_COLD _Noreturn void tl_stack_overflow(tl_thread *t, const char *how)
+{
+    tl_die("threadlab-ult: stack overflow in user-level thread %p (%s; stack %p, %u bytes)",
+           (void *)t, how, (void *)t->stack_lo, (unsigned)t->stack_size);
+}
+
+static struct sigaction old_segv;
+static int handler_installed;
+
+static size_t fmt_hex(char *out, uintptr_t v)
+{
+    char tmp[2 + 16];
+    size_t n = 0;
+    do {
+        tmp[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    out[0] = '0';
+    out[1] = 'x';
+    for (size_t i = 0; i < n; i++)
+        out[2 + i] = tmp[n - 1 - i];
+    return n + 2;
+}
+
+static void segv_handler(int sig, siginfo_t *si, void *uctx)
+{
+    tl_vp *vp = tl_vp_self();
+    tl_thread *t = vp ? vp->current : NULL;
+    char *addr = si->si_addr;
+    if (t && t->stack_lo && addr >= t->stack_lo - tl_rt.page && addr < t->stack_lo) {
+        char msg[160];
+        size_t n = 0;
+        static const char a[] = "threadlab-ult: stack overflow in user-level thread ";
+        static const char b[] = " (guard page hit at ";
+        static const char c[] = ")\n";
+        memcpy(msg + n, a, sizeof a - 1);
+        n += sizeof a - 1;
+        n += fmt_hex(msg + n, (uintptr_t)t);
+        memcpy(msg + n, b, sizeof b - 1);
+        n += sizeof b - 1;
+        n += fmt_hex(msg + n, (uintptr_t)addr);
+        memcpy(msg + n, c, sizeof c - 1);
+        n += sizeof c - 1;
+        ssize_t w = write(2, msg, n);
+        (void)w;
+        /* die of the SIGSEGV: the faulting access repeats on return */
+        signal(SIGSEGV, SIG_DFL);
+        return;
+    }
+    if (old_segv.sa_flags & SA_SIGINFO) {
+        if (old_segv.sa_sigaction) {
+            old_segv.sa_sigaction(sig, si, uctx);
+            return;
+        }
+    } else if (old_segv.sa_handler != SIG_DFL && old_segv.sa_handler != SIG_IGN &&
+               old_segv.sa_handler != NULL) {
+        old_segv.sa_handler(sig);
+        return;
+    }
+    signal(SIGSEGV, SIG_DFL);
+}
+
+int tl_stack_install_handler(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = segv_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &old_segv) != 0)
+        return errno;
+    handler_installed = 1;
+    return 0;
+}
+
+void tl_stack_remove_handler(void)
+{
+    if (handler_installed) {
+        sigaction(SIGSEGV, &old_segv, NULL);
+        handler_installed = 0;
+    }
+}
+
+#define ALTSTACK_SIZE (64 * 1024)
+
+/* The SIGSEGV of an overflow must be handled on another stack: give the
+ * calling kernel thread an alternate signal stack unless it has one. */
+int tl_stack_altstack_enter(void **mem)
+{
+    stack_t old;
+    *mem = NULL;
+    if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE))
+        return 0;
+    void *m = malloc(ALTSTACK_SIZE);
+    if (!m)
+        return ENOMEM;
+    stack_t ss = {.ss_sp = m, .ss_size = ALTSTACK_SIZE, .ss_flags = 0};
+    if (sigaltstack(&ss, NULL) != 0) {
+        free(m);
+        return errno;
+    }
+    *mem = m;
+    return 0;
+}
+
+void tl_stack_altstack_leave(void *mem)
+{
+    if (!mem)
+        return;
+    stack_t ss = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    sigaltstack(&ss, NULL);
+    free(mem);
+}

@@ -1,0 +1,67 @@
+/*
+ * sync_cond.c - condition variable that parks the ULT.
+ *
+ * The waiter enqueues itself under the queue lock *before* releasing the
+ * mutex and releases the queue lock only after its context is saved
+ * (POST_UNLOCK): a signal issued after the mutex was released (with or
+ * without holding it) finds the waiter in the queue, so no wake-up is
+ * lost. Lock order: condition queue lock, then the mutex's queue lock.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+
+int tl_ult_cond_init(tl_ult_cond *c)
+{
+    atomic_init(&c->qlock, 0);
+    c->head = c->tail = NULL;
+    return 0;
+}
+
+int tl_ult_cond_destroy(tl_ult_cond *c)
+{
+    tl_spin_lock(&c->qlock);
+    int busy = c->head != NULL;
+    tl_spin_unlock(&c->qlock);
+    return busy ? EBUSY : 0;
+}
+
+int tl_ult_cond_wait(tl_ult_cond *c, tl_ult_mutex *m)
+{
+    tl_vp *vp;
+    tl_thread *cur = tl_self_ult(&vp);
+    if (!cur)
+        return EPERM;
+    tl_spin_lock(&c->qlock);
+    tl_waitq_push(&c->head, &c->tail, cur);
+    tl_ult_mutex_unlock(m);
+    tl_sched_park(cur, POST_UNLOCK, &c->qlock);
+    return tl_ult_mutex_lock(m);
+}
+
+int tl_ult_cond_signal(tl_ult_cond *c)
+{
+    tl_spin_lock(&c->qlock);
+    tl_thread *t = tl_waitq_pop(&c->head, &c->tail);
+    tl_spin_unlock(&c->qlock);
+    if (t)
+        tl_sched_ready(tl_vp_self(), t, 1);
+    return 0;
+}
+
+int tl_ult_cond_broadcast(tl_ult_cond *c)
+{
+    tl_spin_lock(&c->qlock);
+    tl_thread *l = c->head;
+    c->head = c->tail = NULL;
+    tl_spin_unlock(&c->qlock);
+    tl_vp *vp = l ? tl_vp_self() : NULL;
+    while (l) {
+        tl_thread *n = l->link;
+        l->link = NULL;
+        tl_sched_ready(vp, l, 0);
+        l = n;
+    }
+    return 0;
+}

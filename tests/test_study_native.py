@@ -1,0 +1,237 @@
+"""The application programs of `threadlab study apps` (native/apps), run
+for real: every kernel verifies its result on every platform and
+architecture built, a wrong result is caught, the work split covers every
+item once for any thread count, what cannot run here says why; and an
+end-to-end quick study.  The sanitizer builds' programs run too when
+`make test-python` names them (THREADLAB_ASAN_DIR, THREADLAB_TSAN_DIR)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REAL_NATIVE_DIR, REPO, stored_records
+from threadlab import schema
+from threadlab.study import apps, tables
+
+KERNELS = apps.KERNELS
+NCPUS = len(os.sched_getaffinity(0))
+
+
+def _programs(directory: str | Path | None) -> list[Path]:
+    if not directory or not Path(directory).is_dir():
+        return []
+    return sorted(p for p in Path(directory).glob(apps.APP_PREFIX + "*") if os.access(p, os.X_OK))
+
+
+PROGRAMS = _programs(REAL_NATIVE_DIR)
+needs_build = pytest.mark.skipif(not PROGRAMS, reason=f"no application programs in {REAL_NATIVE_DIR} (run `make`)")
+PTHREAD = REAL_NATIVE_DIR / "threadlab-app-pthread"
+
+
+def run(program: Path, *args: str, timeout: float = 120) -> tuple[int, dict[str, Any] | None, str]:
+    done = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=timeout, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    data = json.loads(lines[-1]) if lines else None
+    return done.returncode, data, done.stderr
+
+
+def _all_program_params() -> list[Any]:
+    params = [pytest.param(p, id=p.name) for p in PROGRAMS]
+    for kind, var in (("asan", "THREADLAB_ASAN_DIR"), ("tsan", "THREADLAB_TSAN_DIR")):
+        params += [pytest.param(p, id=f"{kind}-{p.name}") for p in _programs(os.environ.get(var))]
+    return params or [pytest.param(None, marks=pytest.mark.skip(reason="no application programs built"))]
+
+
+@pytest.mark.parametrize("program", _all_program_params())
+def test_every_kernel_verifies_on_every_program(program: Path) -> None:
+    env = json.loads(subprocess.run([str(program), "--env"], capture_output=True, text=True, check=True).stdout)
+    for kernel in KERNELS:
+        for threads in (1, 2, 3):
+            code, data, err = run(program, "--kernel", kernel, "--threads", str(threads), "--quick")
+            assert code == 0, err
+            assert data["status"] == "ok" and data["verified"] is True, data
+            assert data["kernel"] == kernel and data["threads"] == threads and data["arch"] == env["arch"]
+            assert data["platform"] == env["platform"] and data["time_s"] > 0 and data["rate"] > 0
+            assert data["error"] <= data["error_bound"]
+            assert len(data["cpus"]) == threads and data["priority_ok"] is True
+    if env["platform"] == "llvmomp":  # really LLVM's runtime, not libgomp
+        assert env["runtime"].startswith("LLVM libomp"), env
+    if env["platform"] == "gomp":
+        assert env["runtime"].startswith("GNU libgomp"), env
+
+
+@needs_build
+@pytest.mark.parametrize("program", [pytest.param(p, id=p.name) for p in PROGRAMS])
+def test_a_wrong_result_is_caught(program: Path) -> None:
+    for kernel in KERNELS:
+        code, data, err = run(program, "--kernel", kernel, "--threads", "2", "--quick", "--inject-error")
+        assert code == apps.EXIT_WRONG, err
+        assert data["verified"] is False and data["status"] == "failed" and data["inject_error"] is True
+        assert data["reason"].startswith("wrong result") and "[--inject-error]" in data["reason"]
+        assert f"{kernel}: wrong result" in err
+        assert data["error"] > data["error_bound"]
+
+
+@needs_build
+def test_known_results() -> None:
+    # MIPS: the sum of w = x = (i mod 2^20) + 1 over 10 items; pi and the integral near their values.
+    code, data, _ = run(PTHREAD, "--kernel", "mips", "--threads", "3", "--size", "40")
+    assert code == 0 and data["result"] == data["expected"] == 55 and data["error_bound"] == 0
+    code, data, _ = run(PTHREAD, "--kernel", "mflops", "--threads", "3", "--size", "40")
+    assert data["result"] == data["expected"] == 60.0
+    code, data, _ = run(PTHREAD, "--kernel", "pi", "--threads", "2", "--size", "1000000")
+    assert abs(data["result"] - 3.141592653589793) < 2e-6 and data["expected"] == 3.141592653589793
+    code, data, _ = run(PTHREAD, "--kernel", "trapezoid", "--threads", "2", "--size", "1000")
+    assert data["expected"] == pytest.approx(121 / 12)
+    assert data["result"] - data["expected"] == pytest.approx(11 / 12 / 1000**2, rel=1e-6)  # the method's error
+
+
+@needs_build
+@pytest.mark.parametrize("program", [pytest.param(p, id=p.name) for p in PROGRAMS])
+def test_the_split_covers_every_item_once_for_any_thread_count(program: Path) -> None:
+    """MIPS and MFLOPS check exact checksums: with a size that no thread
+    count divides, a lost or doubled item fails verification."""
+    for kernel in ("mips", "mflops"):
+        for threads in range(1, 10):
+            code, data, err = run(program, "--kernel", kernel, "--threads", str(threads), "--size", str(4 * 1000003))
+            assert code == 0 and data["verified"] and data["items"] == 1000003, (threads, err)
+    # More threads than items: the surplus workers get nothing.
+    code, data, err = run(program, "--kernel", "pi", "--threads", "7", "--size", "3")
+    assert code == 0 and data["result"] == pytest.approx(4 * (1 - 1 / 3 + 1 / 5)), err
+
+
+@needs_build
+def test_pinning_places_each_worker_on_its_cpu() -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    for program in PROGRAMS:
+        threads = min(2, NCPUS)
+        code, data, err = run(program, "--kernel", "pi", "--threads", str(threads), "--quick", "--pin")
+        assert code == 0, err
+        assert data["pinned"] and data["placement_ok"] and data["cpus"] == cpus[:threads] == data["cpus_end"]
+
+
+@needs_build
+def test_what_cannot_run_here_is_unsupported_with_the_reason() -> None:
+    code, data, err = run(PTHREAD, "--kernel", "pi", "--threads", str(NCPUS + 1), "--quick", "--pin")
+    assert code == apps.EXIT_UNSUPPORTED and data["status"] == "unsupported"
+    assert f"pinning {NCPUS + 1} threads to distinct CPUs needs {NCPUS + 1} CPUs" in data["reason"]
+    code, data, _ = run(PTHREAD, "--probe", "--priority", "normal")
+    assert code == 0 and data["status"] == "ok"
+
+
+def _as_nobody() -> None:
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+@needs_build
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the program as another user")
+@pytest.mark.parametrize("priority", ["fifo:1", "rr:1", "nice:-20"])
+def test_a_priority_the_user_may_not_set_is_unsupported(priority: str) -> None:
+    """As an unprivileged user (nobody, RLIMIT_RTPRIO 0), the real-time
+    policies and a negative nice are refused: the program says unsupported
+    and why."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as directory:  # where nobody may execute it
+        os.chmod(directory, 0o755)
+        program = Path(directory) / PTHREAD.name
+        program.write_bytes(PTHREAD.read_bytes())
+        program.chmod(0o755)
+        _check_refused(program, priority)
+
+
+def _check_refused(program: Path, priority: str) -> None:
+    done = subprocess.run([str(program), "--kernel", "pi", "--threads", "1", "--quick", "--priority", priority],
+                          capture_output=True, text=True, preexec_fn=_as_nobody, check=False, timeout=60)
+    assert done.returncode == apps.EXIT_UNSUPPORTED, done.stderr
+    data = json.loads(done.stdout)
+    assert data["status"] == "unsupported"
+    assert "Operation not permitted" in data["reason"] or "Permission denied" in data["reason"]
+    assert "CAP_SYS_NICE" in data["reason"]
+    # batch and idle need no privilege.
+    for allowed in ("batch", "idle"):
+        done = subprocess.run([str(program), "--probe", "--priority", allowed], capture_output=True, text=True,
+                              preexec_fn=_as_nobody, check=False, timeout=60)
+        assert done.returncode == 0, done.stderr
+
+
+@needs_build
+@pytest.mark.parametrize("priority,policy", [("fifo:1", "SCHED_FIFO"), ("rr:1", "SCHED_RR"), ("batch", "SCHED_BATCH"),
+                                             ("idle", "SCHED_IDLE"), ("nice:5", "SCHED_OTHER")])
+def test_the_workers_run_with_the_priority(priority: str, policy: str) -> None:
+    if apps.probe_priority(PTHREAD, priority):
+        pytest.skip(f"this user may not set {priority}")
+    code, data, err = run(PTHREAD, "--kernel", "pi", "--threads", "2", "--quick", "--priority", priority)
+    assert code == 0, err
+    assert data["policy"] == policy and data["priority_ok"] is True
+    if priority.startswith("nice:"):
+        assert data["nice"] == 5
+
+
+@needs_build
+def test_usage_errors() -> None:
+    for args, words in ((["--kernel", "fft", "--threads", "1"], "--kernel fft"),
+                        (["--kernel", "pi"], "--threads is required"),
+                        (["--kernel", "mips", "--threads", "1", "--size", "10"], "multiple of 4"),
+                        (["--kernel", "pi", "--threads", "1", "--priority", "fifo:0"], "--priority fifo:0"),
+                        (["--kernel", "pi", "--threads", "0"], "--threads 0")):
+        code, data, err = run(PTHREAD, *args)
+        assert code == apps.EXIT_USAGE and data is None and words in err, (args, err)
+
+
+def _study(db: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR), "PYTHONPATH": str(REPO / "python"),
+           "THREADLAB_DB": str(db)}
+    return subprocess.run([sys.executable, "-m", "threadlab", "study", "apps", *args], capture_output=True,
+                          text=True, env=env, timeout=timeout, check=False)
+
+
+@needs_build
+def test_quick_study_end_to_end(db_path: Path) -> None:
+    """`threadlab study apps --quick`, the whole default design, for real."""
+    done = _study(db_path, "--quick", "--name", "quick", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = stored_records(db_path)
+    assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []
+    times = [r for r in records if r["metric"] == "time"]
+    programs = apps.discover_programs(REAL_NATIVE_DIR)
+    kinds = 17 if (programs.path("ult", programs.native_arch) is None) else 17 + 2
+    assert len(times) == kinds * 4 * NCPUS
+    assert {r["benchmark"] for r in times} == {f"study.apps.{k}" for k in KERNELS}
+    ok = [r for r in times if r["status"] == "ok"]
+    assert ok and all(r["summary"]["n"] == apps.QUICK_RUNS for r in ok)
+    assert all(next(c for c in r["checks"] if c["name"] == "verified")["ok"] for r in ok)
+    assert [r for r in times if r["status"] == "failed"] == []
+    unsupported = [r for r in times if r["status"] == "unsupported"]
+    assert all(r["reason"] for r in unsupported)
+    for text in ("Scenarios (the seed's Table I)", "Speedup of mips", "Speedup of trapezoid", "Time and rate of pi"):
+        assert text in done.stdout
+    if NCPUS >= 2:
+        assert "Effect of priority" in done.stdout
+        assert tables.speedups(records)
+
+
+@needs_build
+def test_small_study_and_show(db_path: Path, run_cli: Any) -> None:
+    done = _study(db_path, "--quick", "--runs", "3", "--kernels", "mips,pi", "--factors", "platform,priority",
+                  "--platform", "pthread,gomp", "--priority", "normal,nice-20", "--name", "small", "--seed", "9",
+                  timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = stored_records(db_path)
+    assert {(r["model"], r["params"]["priority"]) for r in records} == {("pthread", "normal"), ("gomp", "normal"),
+                                                                         ("pthread", "nice-20")}
+    code, out, _ = run_cli("--db", str(db_path), "show", "small")
+    assert code == 0 and "Speedup of pi" in out and "Study of run 1 (small)" in out
+    with sqlite3.connect(db_path) as connection:
+        options, environment = connection.execute("SELECT options, environment FROM runs").fetchone()
+    assert json.loads(options)["study"] == "apps" and json.loads(options)["seed"] == 9
+    assert {"threadlab-app-pthread", "threadlab-app-gomp"} <= set(json.loads(environment)["native"])

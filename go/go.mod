@@ -1,0 +1,3 @@
+module threadlab/go
+
+go 1.19

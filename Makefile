@@ -11,13 +11,19 @@ BUILD       := build
 BUILD_ASAN  := build-asan
 BUILD_TSAN  := build-tsan
 
-.PHONY: all run test deps build build-asan build-tsan venv test-native test-python clean
+.PHONY: all run test deps build build-asan build-tsan venv test-native test-python clean jvm go peers
 
 all: build venv
 
-## run: build, run the default primitives suite, print the table, store the run
+REPORT_DIR  := results/report-latest
+
+## run: build, run the default primitives suite, print the table, store the run,
+## write the HTML report (results/report-latest/index.html) and print its path.
+## A run with failed points (exit 1) still gets its report, then make fails.
 run: build venv
-	$(THREADLAB) bench
+	@status=0; $(THREADLAB) bench || status=$$?; \
+	if [ $$status -le 1 ]; then $(THREADLAB) report latest -o $(REPORT_DIR) || exit $$?; fi; \
+	exit $$status
 
 ## test: every test: native unit tests in the plain, ASan/UBSan and TSan builds, then the Python suite
 test: build build-asan build-tsan venv test-native test-python
@@ -48,6 +54,21 @@ $(VENV)/.stamp: pyproject.toml | deps
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	@touch $@
 
+## jvm: the JVM suite (`threadlab bench --suite jvm`, docs/jvm.md): jvm/target/benchmarks.jar (Maven, JMH,
+## a JDK 21+ found by itself) and its launchers build/bin/threadlab-bench-jvm-{platform,virtual}
+jvm: build venv
+	scripts/build-jvm.sh
+
+## go: the Go suite (`threadlab bench --suite go`, docs/go.md): build/bin/threadlab-bench-go
+go: build
+	scripts/build-go.sh
+
+# For the tests: the JVM and Go suites when their toolchains are here (a
+# missing JDK 21+, Maven or Go is reported, and their tests are skipped).
+peers: build venv
+	scripts/build-jvm.sh --if-available
+	scripts/build-go.sh --if-available
+
 test-native: build build-asan build-tsan
 	cd $(BUILD) && ctest --output-on-failure
 	cd $(BUILD_ASAN) && ctest --output-on-failure
@@ -55,11 +76,11 @@ test-native: build build-asan build-tsan
 
 # The Python suite also runs every native benchmark (quick) from the
 # sanitizer builds; it finds them through these variables.
-test-python: venv build build-asan build-tsan
+test-python: venv build build-asan build-tsan peers
 	THREADLAB_NATIVE_DIR=$(CURDIR)/$(BUILD)/bin \
 	THREADLAB_ASAN_DIR=$(CURDIR)/$(BUILD_ASAN)/bin \
 	THREADLAB_TSAN_DIR=$(CURDIR)/$(BUILD_TSAN)/bin \
 	$(VENV)/bin/python -m pytest tests -q
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(VENV) .deps.stamp
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(VENV) .deps.stamp jvm/target

@@ -8,7 +8,13 @@ packages=(
   gcc g++ make cmake pkg-config   # the native build
   libhwloc-dev hwloc              # topology and CPU placement
   python3 python3-venv            # the front end's virtual environment
+  chromium                        # headless browser: the test that renders the HTML report
+  libomp-dev                      # LLVM's OpenMP runtime: the llvmomp platform of `threadlab study apps`
 )
+# 32-bit builds of the study's kernels (-m32): x86-64 only.
+if [[ "$(dpkg --print-architecture 2>/dev/null || true)" == amd64 ]]; then
+  packages+=(gcc-multilib)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do
@@ -27,6 +33,13 @@ if [[ " ${missing[*]} " == *" python3-venv "* ]] || [[ " ${missing[*]} " == *" p
     missing=("${kept[@]+"${kept[@]}"}")
   fi
 fi
+
+# The JVM and Go suites (docs/jvm.md, docs/go.md): Maven and Go, unless a
+# `mvn` or `go` of another origin is on PATH.  They also need a JDK 21 or
+# newer, which Debian 12 does not package: scripts/build-jvm.sh finds one
+# (/usr/lib/jvm, JAVA_HOME) or says what to install.
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
+command -v go >/dev/null 2>&1 || missing+=(golang-go)
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0

@@ -67,12 +67,13 @@ def test_migrations_bring_an_older_store_forward_keeping_its_data(
 
 def test_a_failing_migration_changes_nothing(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     Store(db_path).close()
-    broken = Migration(2, "broken", ("CREATE TABLE half_done (x INTEGER)", "ALTER TABLE no_such_table ADD COLUMN y"))
+    latest = len(store_module.MIGRATIONS)
+    broken = Migration(latest + 1, "broken", ("CREATE TABLE half_done (x INTEGER)", "ALTER TABLE no_such_table ADD COLUMN y"))
     monkeypatch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS + (broken,))
-    with pytest.raises(ThreadlabError, match="migrating the store to format 2 .broken. failed: .*the store is unchanged"):
+    with pytest.raises(ThreadlabError, match=f"migrating the store to format {latest + 1} .broken. failed: .*the store is unchanged"):
         Store(db_path)
     with sqlite3.connect(db_path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert db.execute("PRAGMA user_version").fetchone()[0] == latest
         assert db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'half_done'").fetchone()[0] == 0
 
 
@@ -232,3 +233,110 @@ def test_two_processes_write_the_same_store_at_once(db_path: Path, tmp_path: Pat
         runs = store.runs()
         assert len(runs) == 3
         assert all(run.counts == {"ok": count} and run.status == "complete" for run in runs)
+
+
+# ------------------------------------------------- format 1 files, deleting, renaming
+
+
+def _format_1_store(db_path: Path) -> None:
+    """A store exactly as threadlab with store format 1 wrote it."""
+    record = make_record()
+    with sqlite3.connect(db_path) as db:
+        for statement in store_module.MIGRATIONS[0].statements:
+            db.execute(statement)
+        db.execute("PRAGMA user_version = 1")
+        db.execute(
+            """INSERT INTO runs (name, status, started_at, finished_at, hostname, machine_id, pid, process_key,
+               threadlab_version, record_schema, command, options, catalog, environment, points_planned)
+               VALUES ('old', 'complete', '2025-11-21T14:15:08.000+00:00', '2025-11-21T14:16:08.000+00:00', 'vm',
+               '0035969ec53f6e7f', 1, 'boot:1:2', '0.1.0', 'threadlab.record/1', '["threadlab","bench"]', '{}',
+               '[]', '{"warnings":[]}', 1)"""
+        )
+        db.execute(
+            """INSERT INTO records (run_id, seq, point, benchmark, model, metric, placement, params, status, reason,
+               unit, quantity, n, mean, sd, rsd, median, min, max, checks_failed, record, stored_at)
+               VALUES (1, 1, 0, 'pthread.empty', 'pthread', 'time', 'none', '{}', 'ok', NULL, 'ns', 'q',
+               3, 1.0, 0.1, 0.1, 1.0, 0.9, 1.1, 0, ?, '2025-11-21T14:15:09.000+00:00')""",
+            (json.dumps(record),),
+        )
+
+
+def test_a_format_1_store_file_is_migrated_forward(db_path: Path, run_cli: RunCli) -> None:
+    _format_1_store(db_path)
+    with Store(db_path) as store:
+        assert store.format_version == len(store_module.MIGRATIONS) >= 2
+        run = store.resolve_run("old")
+        assert run.origin is None and run.status == "complete"
+        assert store.records(run.id) == [make_record()]
+    with sqlite3.connect(db_path) as db:
+        assert "origin" in [row[1] for row in db.execute("PRAGMA table_info(runs)")]
+    code, out, _ = run_cli("export", "old")
+    assert code == 0 and json.loads(out.splitlines()[0])["name"] == "old"
+
+
+def test_runs_delete_removes_runs_and_their_records(db_path: Path, run_cli: RunCli) -> None:
+    with Store(db_path) as store:
+        keep, gone, also = _new_run(store, "keep"), _new_run(store, "gone"), _new_run(store)
+        for run_id in (keep, gone, also):
+            store.add_record(run_id, 0, make_record())
+            store.finish_run(run_id, "complete")
+    code, out, err = run_cli("runs", "delete", "gone", str(also))
+    assert code == 0, err
+    assert out.splitlines() == ["deleted run 2 (gone): 1 record", "deleted run 3: 1 record"]
+    assert len(stored_records(db_path)) == 1
+    code, _, err = run_cli("runs", "delete", "gone")
+    assert code == 2 and "no run 'gone'" in err
+
+
+def test_a_running_run_is_deleted_only_with_force(db_path: Path, run_cli: RunCli) -> None:
+    with Store(db_path) as store:
+        _new_run(store, "live")  # this process is alive: the run shows as running
+    code, _, err = run_cli("runs", "delete", "live")
+    assert code == 2 and "run 1 (live) is still running" in err and "--force" in err
+    code, _, _ = run_cli("runs", "delete", "live", "--force")
+    assert code == 0
+
+
+def test_runs_rename(db_path: Path, run_cli: RunCli) -> None:
+    with Store(db_path) as store:
+        _new_run(store, "first")
+        _new_run(store, "second")
+    code, out, _ = run_cli("runs", "rename", "first", "baseline")
+    assert code == 0 and out.strip() == "run 1 is now named baseline (was first)"
+    code, _, err = run_cli("runs", "rename", "baseline", "second")
+    assert code == 2 and "run 2 has that name already" in err
+    code, _, err = run_cli("runs", "rename", "baseline", "7")
+    assert code == 2 and "cannot be a number" in err
+    code, out, _ = run_cli("runs", "rename", "2", "--clear")
+    assert code == 0 and "run 2 has no name now (was second)" in out
+    code, _, err = run_cli("runs", "rename", "1")
+    assert code == 2 and "runs rename RUN NAME, or runs rename RUN --clear" in err
+    with Store(db_path) as store:
+        assert store.resolve_run("baseline").id == 1
+
+
+def test_two_imports_and_a_writer_at_once(db_path: Path, tmp_path: Path) -> None:
+    """Two `threadlab import` processes and a record writer on one store: all
+    three land whole (WAL, busy timeout, BEGIN IMMEDIATE)."""
+    record = make_record()
+    files = []
+    for index in range(2):
+        path = tmp_path / f"import-{index}.jsonl"
+        changed = {**record, "params": {"copy": str(index)}}
+        path.write_text("".join(json.dumps(changed) + "\n" for _ in range(200)))
+        files.append(path)
+    record_file = tmp_path / "record.json"
+    record_file.write_text(json.dumps(record))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "THREADLAB_DB": str(db_path)}
+    processes = [
+        subprocess.Popen([sys.executable, "-m", "threadlab", "import", str(path), "--host", f"h{i}"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for i, path in enumerate(files)
+    ]
+    processes.append(subprocess.Popen([sys.executable, "-c", _WRITER, str(db_path), str(record_file), "150"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    results = [process.communicate(timeout=120) for process in processes]
+    assert [process.returncode for process in processes] == [0, 0, 0], results
+    with Store(db_path) as store:
+        counts = sorted(sum(run.counts.values()) for run in store.runs())
+    assert counts == [150, 200, 200]

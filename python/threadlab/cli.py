@@ -1,4 +1,5 @@
-"""The `threadlab` command: bench, list, runs, show (docs/commands/).
+"""The `threadlab` command: bench, list, runs, show, crosscheck, compare,
+import, export, report (docs/commands/).
 
 Every user mistake ends in one line, `threadlab: error: ...`, naming the
 bad value and what is accepted, with exit status 2 and no traceback.
@@ -22,18 +23,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Sequence
 
-from threadlab import __version__, crosscheck, environment, native, runner, schema
+from threadlab import __version__, compare, crosscheck, environment, native, runner, schema, stats, transfer
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.listing import render_catalog, render_run_header, render_runs
 from threadlab.native import NATIVE_DEFAULTS, PLACEMENTS, BenchmarkInfo, PointOptions
 from threadlab.progress import Progress
 from threadlab.store import NoStore, Store, default_db_path, user_data_db_path, validate_run_name
+from threadlab.study import cli as study_cli
 from threadlab.table import make_console, render_results
 from threadlab.units import format_duration
 
 PROG = "threadlab"
 DEFAULT_TIMEOUT_S = 120.0
 QUICK_TIMEOUT_S = 30.0
+# Default time limit of one point per suite (normal, --quick) where it
+# differs from the above: a JVM point of the seed's method (31 single shots
+# of 100,000 platform threads, plus JVM start-up) takes minutes.
+SUITE_TIMEOUTS_S: dict[str, tuple[float, float]] = {"jvm": (1800.0, 300.0), "go": (600.0, 120.0)}
 DEFAULT_RUNS_LIMIT = 20
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -88,6 +94,29 @@ def placement_list(text: str) -> list[str]:
                 f"--placement {text}: unknown placement '{shown}'; accepted: {', '.join(PLACEMENTS)} (comma-separated)"
             )
     return list(dict.fromkeys(names))
+
+
+def suite_list(text: str) -> list[str]:
+    """--suite jvm,go: the suites in the order given; ['all']: every suite
+    that has programs here."""
+    names = [name.strip() for name in text.split(",")]
+    if names == [ALL_SUITES]:
+        return names
+    for name in names:
+        if name not in native.SUITES:
+            shown = name or "(empty)"
+            raise UserError(
+                f"--suite {text}: unknown suite '{shown}'; accepted: {', '.join(native.SUITES)} or all (comma-separated)"
+            )
+    return list(dict.fromkeys(names))
+
+
+ALL_SUITES = "all"
+
+
+def suite_timeout(suite: str, quick: bool) -> float:
+    normal, short = SUITE_TIMEOUTS_S.get(suite, (DEFAULT_TIMEOUT_S, QUICK_TIMEOUT_S))
+    return short if quick else normal
 
 
 def split_patterns(values: Sequence[str] | None) -> list[str]:
@@ -155,6 +184,11 @@ def build_parser() -> ArgumentParser:
     _add_runs(commands, common)
     _add_show(commands, common)
     _add_crosscheck(commands, common)
+    _add_compare(commands, common)
+    _add_import(commands, common)
+    study_cli.add_parser(commands, common)  # threadlab study apps (docs/commands/study.md)
+    _add_export(commands, common)
+    _add_report(commands, common)
     return parser
 
 
@@ -179,6 +213,12 @@ def _add_bench(commands: Any, common: ArgumentParser) -> None:
         "--placement", type=placement_list, metavar="LIST",
         help=f"placements of threaded benchmarks, comma-separated from {', '.join(PLACEMENTS)}; one a "
         "benchmark cannot do is recorded as unsupported (default: each benchmark's own sweep)",
+    )
+    bench.add_argument(
+        "--suite", type=suite_list, metavar="LIST",
+        help=f"suites to run, comma-separated from {', '.join(native.SUITES)}, or all: primitives (the POSIX "
+        "threads primitives), models (C thread models), jvm (platform and virtual threads, JMH), go (goroutines) "
+        f"(default {native.DEFAULT_SUITE})",
     )
     bench.add_argument("--quick", action="store_true", help="quick sweep: fewer values, shorter budgets (about a minute)")
     bench.add_argument(
@@ -215,9 +255,20 @@ def _add_bench(commands: Any, common: ArgumentParser) -> None:
         help="clock: auto, tsc or monotonic_raw (default auto: the TSC when invariant)",
     )
     bench.add_argument(
+        "--iterations", type=number("--iterations", int, 1, 100000), metavar="N",
+        help="jvm and go suites: measured iterations per point, 1..100000 (default 30, the seed's; 5 with --quick)",
+    )
+    bench.add_argument(
+        "--forks", type=number("--forks", int, 0, 100), metavar="N",
+        help="jvm suite: JMH forks per point, each a fresh JVM running all the iterations; 0 runs in the "
+        "harness JVM (default 1)",
+    )
+    bench.add_argument(
         "--timeout", type=number("--timeout", float, 1, 86400, "seconds"), metavar="S",
         help=f"a point running longer is killed and recorded as failed, 1..86400 s "
-        f"(default {_show(DEFAULT_TIMEOUT_S)} s, {_show(QUICK_TIMEOUT_S)} s with --quick)",
+        f"(default {_show(DEFAULT_TIMEOUT_S)} s, {_show(QUICK_TIMEOUT_S)} s with --quick; jvm suite "
+        f"{_show(SUITE_TIMEOUTS_S['jvm'][0])} s ({_show(SUITE_TIMEOUTS_S['jvm'][1])} s), go suite "
+        f"{_show(SUITE_TIMEOUTS_S['go'][0])} s ({_show(SUITE_TIMEOUTS_S['go'][1])} s))",
     )
     bench.add_argument("--name", metavar="NAME", help="a name for the run, usable wherever a RUN is asked (default: none)")
     bench.add_argument(
@@ -237,6 +288,8 @@ def _add_list(commands: Any, common: ArgumentParser) -> None:
     )
     listing.set_defaults(handler=cmd_list)
     listing.add_argument("--filter", action="append", metavar="GLOB", help="as for bench (default: all)")
+    listing.add_argument("--suite", type=suite_list, metavar="LIST",
+                         help=f"only these suites, comma-separated from {', '.join(native.SUITES)} (default: all)")
     listing.add_argument("--json", action="store_true", help="one JSON object per benchmark instead of a table")
 
 
@@ -252,6 +305,24 @@ def _add_runs(commands: Any, common: ArgumentParser) -> None:
         help=f"show the newest N runs, 0 = all (default {DEFAULT_RUNS_LIMIT})",
     )
     runs.add_argument("--json", action="store_true", help="one JSON object per run instead of a table")
+    actions = runs.add_subparsers(dest="runs_action", metavar="ACTION", parser_class=ArgumentParser)
+    delete = actions.add_parser(
+        "delete", parents=[common], help="delete runs and their records",
+        description="Delete runs and all their records, in one transaction. A run whose process is still "
+        "measuring is refused unless --force. Export a run first (threadlab export) to keep a copy.",
+    )
+    delete.set_defaults(handler=cmd_runs_delete)
+    delete.add_argument("runs", nargs="+", metavar="RUN", help="run numbers, names, or latest")
+    delete.add_argument("--force", action="store_true", help="also delete a run that is still running")
+    rename = actions.add_parser(
+        "rename", parents=[common], help="name or rename a run",
+        description="Give a run a new name, usable wherever a RUN is asked; --clear removes its name.",
+    )
+    rename.set_defaults(handler=cmd_runs_rename)
+    rename.add_argument("run", metavar="RUN", help="a run number, name, or latest")
+    rename.add_argument("name", nargs="?", metavar="NAME", help="the new name (1-100 characters, not a number, "
+                        "not latest/last, unique)")
+    rename.add_argument("--clear", action="store_true", help="remove the run's name instead")
 
 
 def _add_show(commands: Any, common: ArgumentParser) -> None:
@@ -279,6 +350,87 @@ def _add_crosscheck(commands: Any, common: ArgumentParser) -> None:
     check.add_argument("--json", action="store_true", help="print the results as one JSON object per figure")
 
 
+def _add_compare(commands: Any, common: ArgumentParser) -> None:
+    comp = commands.add_parser(
+        "compare", parents=[common], help="compare runs, machines, or variants within a run",
+        description="Compare the matched points of two or more runs (each against the first), or, with "
+        "--between, variants within one run. Each point: the medians, their ratio B/A with its interval, "
+        "Welch's and Mann-Whitney's p-values and a verdict; a geometric-mean row sums up. --by machine "
+        "puts machines side by side as columns.",
+        epilog="exit status: 0 compared (no regression beyond --fail-above), 1 a regression beyond "
+        "--fail-above or the store failed, 2 bad usage. Example: threadlab compare latest "
+        "--between placement=same-cpu,different-cpus",
+    )
+    comp.set_defaults(handler=cmd_compare)
+    comp.add_argument("runs", nargs="+", metavar="RUN", help="run numbers, names, or latest; the first is the baseline A")
+    comp.add_argument(
+        "--between", metavar="DIM=V1,V2", help="compare variants within ONE run: DIM is placement, model, or a "
+        "parameter's name; V1 is the baseline (e.g. placement=same-cpu,different-cpus)",
+    )
+    comp.add_argument("--by", type=choice("--by", ("run", "machine")), metavar="run|machine",
+                      help="one column per run or per machine (medians and ratios to the first column) instead of pairs")
+    comp.add_argument("--filter", action="append", metavar="GLOB", help="only these benchmarks (as for bench)")
+    comp.add_argument("--alpha", type=number("--alpha", float, 0.0001, 0.5, "the significance level"), default=0.05,
+                      metavar="A", help="significance level of the tests; intervals are 1-A (default 0.05)")
+    comp.add_argument("--test", type=choice("--test", stats.TESTS), default="welch", metavar="TEST",
+                      help="the test that decides the verdict: welch (the seeds') or mann-whitney (default welch; "
+                      "both p-values are shown)")
+    comp.add_argument("--adjust", type=choice("--adjust", stats.ADJUSTMENTS), default="none", metavar="METHOD",
+                      help="adjust p-values for many comparisons: none, holm or bh (default none)")
+    comp.add_argument(
+        "--fail-above", type=number("--fail-above", float, 0, 100000, "a percentage, e.g. 5"), metavar="PCT",
+        help="exit 1 when a point is significantly slower in B by more than PCT percent (a regression gate)",
+    )
+    comp.add_argument("--format", type=choice("--format", compare.FORMATS), default="table", metavar="FORMAT",
+                      help="table, json (JSON Lines), csv or md (default table)")
+    comp.add_argument("--json", action="store_true", help="same as --format json")
+
+
+def _add_import(commands: Any, common: ArgumentParser) -> None:
+    imp = commands.add_parser(
+        "import", parents=[common], help="import a run exported elsewhere (or bare records)",
+        description="Import a run written by `threadlab export --format json` (a run header, then its records), "
+        "or bare records as `bench --json` writes them (the run's metadata is then synthesized). Every line is "
+        "validated first; a bad file is refused with its line number and nothing is written.",
+    )
+    imp.set_defaults(handler=cmd_import)
+    imp.add_argument("file", metavar="FILE", help="JSON Lines file, or - for standard input")
+    imp.add_argument("--name", metavar="NAME", help="name the imported run (default: its exported name, if free)")
+    imp.add_argument("--host", metavar="HOST", help="the machine's name (for bare records, which do not say)")
+
+
+def _add_export(commands: Any, common: ArgumentParser) -> None:
+    exp = commands.add_parser(
+        "export", parents=[common], help="write a run as JSON Lines, CSV or Markdown",
+        description="Write one run: json (a threadlab.run/1 header with the environment, then every record; "
+        "`threadlab import` reads it), csv (one row of statistics per record) or md (a Markdown report).",
+    )
+    exp.set_defaults(handler=cmd_export)
+    exp.add_argument("run", nargs="?", default="latest", metavar="RUN", help="a run number, name, or latest (default)")
+    exp.add_argument("--format", type=choice("--format", transfer.EXPORT_FORMATS), default="json", metavar="FORMAT",
+                     help="json, csv or md (default json)")
+    exp.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+
+
+def _add_report(commands: Any, common: ArgumentParser) -> None:
+    rep = commands.add_parser(
+        "report", parents=[common], help="write a self-contained HTML report with figures",
+        description="Write DIR/index.html, a self-contained page (inline SVG figures, no network needed): the "
+        "machine and its warnings, an overview of every result, comparisons of the runs, each benchmark family "
+        "as a table and as bars with 95%% CI, ECDFs, study speedups, the environment; and each figure as a PNG "
+        "in DIR/figures/.",
+    )
+    rep.set_defaults(handler=cmd_report)
+    rep.add_argument("runs", nargs="*", metavar="RUN", help="runs to report, the first as the baseline (default latest)")
+    rep.add_argument("-o", "--output", metavar="DIR", default="threadlab-report",
+                     help="directory to write (default ./threadlab-report); an existing one must be empty or a "
+                     "previous report")
+    rep.add_argument("--alpha", type=number("--alpha", float, 0.0001, 0.5, "the significance level"), default=0.05,
+                     metavar="A", help="significance level of the comparisons (default 0.05)")
+    rep.add_argument("--test", type=choice("--test", stats.TESTS), default="welch", metavar="TEST",
+                     help="the test that decides the comparisons' verdicts (default welch)")
+
+
 # ---------------------------------------------------------------- helpers
 
 
@@ -287,9 +439,44 @@ def _db_path(args: argparse.Namespace) -> Path:
     return Path(given).expanduser() if given else default_db_path()
 
 
-def _catalog(patterns: Sequence[str]) -> tuple[list[Path], list[BenchmarkInfo]]:
+def _catalog(patterns: Sequence[str], suites: Sequence[str] | None = None) -> tuple[list[Path], list[BenchmarkInfo]]:
+    """The programs and the benchmarks of the suites (None or ['all']: every
+    suite) that the filters select; a suite named that has no program here
+    is an error."""
     programs = native.discover_programs()
-    return programs, select_benchmarks(native.catalog(programs), patterns)
+    found = native.catalog(programs)
+    if suites is not None and list(suites) != [ALL_SUITES]:
+        for suite in suites:
+            if not any(info.suite == suite for info in found):
+                build = {"jvm": "make jvm", "go": "make go"}.get(suite, "make")
+                raise ThreadlabError(
+                    f"--suite {suite}: no benchmark program of that suite in {programs[0].parent} "
+                    f"(build it with `{build}`; see docs/{suite if suite in ('jvm', 'go') else 'native-protocol'}.md)"
+                )
+        found = [info for info in found if info.suite in suites]
+    return programs, select_benchmarks(found, patterns)
+
+
+_FIXED_HINT = "use --iterations N and --warmup N (and --forks N for jvm)"
+_ADAPTIVE_HINT = "use --warmup, --min-timings and --max-timings"
+
+
+def _check_suite_options(args: argparse.Namespace, suites: Sequence[str]) -> None:
+    """Every measurement option given must apply to a selected suite."""
+    for name in ("rule", "target", "min_timings", "max_timings", "min_timing_ms", "max_seconds", "clock",
+                 "iterations", "forks"):
+        if getattr(args, name, None) is None:
+            continue
+        if any(name in native.suite_options(suite) for suite in suites):
+            continue
+        flag = "--" + name.replace("_", "-")
+        fixed = all(suite in native.SUITE_OPTIONS for suite in suites)
+        hint = (f"the {', '.join(suites)} suite{'s run' if len(suites) > 1 else ' runs'} a fixed number of "
+                f"iterations: {_FIXED_HINT}") if fixed else (
+                f"it applies to the {' and '.join(s for s, o in native.SUITE_OPTIONS.items() if name in o)} "
+                f"suite; the {', '.join(suites)} suite{'s stop' if len(suites) > 1 else ' stops'} adaptively: "
+                f"{_ADAPTIVE_HINT}")
+        raise UserError(f"{flag} does not apply to the selected suites ({', '.join(suites)}): {hint}")
 
 
 def _point_options(args: argparse.Namespace) -> PointOptions:
@@ -297,6 +484,7 @@ def _point_options(args: argparse.Namespace) -> PointOptions:
         quick=args.quick, rule=args.rule, target=args.target, warmup=args.warmup,
         min_timings=args.min_timings, max_timings=args.max_timings,
         min_timing_ms=args.min_timing_ms, max_seconds=args.max_seconds, clock=args.clock,
+        iterations=args.iterations, forks=args.forks,
     )
     defaults = NATIVE_DEFAULTS[args.quick]
     low = options.min_timings if options.min_timings is not None else int(defaults["min_timings"])
@@ -341,21 +529,34 @@ class _Plan:
     """What `bench` will do, settled before anything is written."""
 
     options: PointOptions
-    timeout_s: float
+    timeout_s: float  # the longest of timeouts
     name: str | None
     selected: list[BenchmarkInfo]
     programs: dict[str, Path]
     points: list[runner.Point]
+    suites: list[str]
+    timeouts: dict[str, float]  # per suite
+
+    def timeout_for(self, point: runner.Point) -> float:
+        return self.timeouts.get(point.info.suite, self.timeout_s)
+
+    def timeout_text(self) -> str:
+        if len(set(self.timeouts.values())) <= 1:
+            return f"timeout {_show(self.timeout_s)} s per point"
+        return "timeouts per point: " + ", ".join(f"{suite} {_show(s)} s" for suite, s in self.timeouts.items())
 
 
 def _plan(args: argparse.Namespace) -> _Plan:
+    programs, selected = _catalog(split_patterns(args.filter), args.suite or [native.DEFAULT_SUITE])
+    suites = list(dict.fromkeys(info.suite for info in selected))
+    _check_suite_options(args, suites)
     options = _point_options(args)
-    timeout_s = args.timeout or (QUICK_TIMEOUT_S if args.quick else DEFAULT_TIMEOUT_S)
+    timeouts = {suite: args.timeout or suite_timeout(suite, args.quick) for suite in suites}
     name = validate_run_name(args.name) if args.name is not None else None
-    programs, selected = _catalog(split_patterns(args.filter))
     by_name = {program.name: program for program in programs}
     points = runner.expand_sweep(selected, by_name, args.placement, args.quick)
-    return _Plan(options, timeout_s, name, selected, by_name, points)
+    longest = max(timeouts.values(), default=args.timeout or suite_timeout(native.DEFAULT_SUITE, args.quick))
+    return _Plan(options, longest, name, selected, by_name, points, suites, timeouts)
 
 
 def _start_run(args: argparse.Namespace, plan: _Plan, store: Store) -> tuple[int, dict[str, Any]]:
@@ -366,7 +567,7 @@ def _start_run(args: argparse.Namespace, plan: _Plan, store: Store) -> tuple[int
         name=plan.name,
         command=[PROG, *args.argv],
         options={**plan.options.as_dict(), "timeout_s": plan.timeout_s, "filters": args.filter,
-                 "placements": args.placement},
+                 "placements": args.placement, "suites": plan.suites, "timeouts_s": plan.timeouts},
         catalog=[info.as_dict() for info in plan.selected],
         environment=env,
         points_planned=len(plan.points),
@@ -392,7 +593,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         progress = Progress(plan.points, enabled=not args.quiet)
         progress.message(
             f"threadlab: {label}: {len(plan.points)} points of {len(plan.selected)} benchmarks, "
-            f"timeout {_show(plan.timeout_s)} s per point; store {db_path}"
+            f"{plan.timeout_text()}; store {db_path}"
         )
         for warning in env["warnings"]:
             progress.message(f"threadlab: warning: {warning}")
@@ -404,7 +605,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         started = time.monotonic()
         status = "failed"  # unless the sweep returns
         try:
-            result = runner.run_sweep(plan.points, plan.options, plan.timeout_s, keep, progress)
+            result = runner.run_sweep(plan.points, plan.options, plan.timeout_for, keep, progress)
             status = "interrupted" if result.interrupted_by else "complete"
         except KeyboardInterrupt:  # a second Ctrl-C
             status = "interrupted"
@@ -435,7 +636,7 @@ def _bench_epilogue(label: str, status: str, result: runner.SweepResult, elapsed
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    _, selected = _catalog(split_patterns(args.filter))
+    _, selected = _catalog(split_patterns(args.filter), args.suite)
     if args.json:
         for info in selected:
             print(json.dumps(info.as_dict()))
@@ -479,6 +680,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     console = make_console()
     render_run_header(console, run, str(store.path))
     console.print()
+    if study_cli.is_study_run(run.options):  # a study's own tables
+        study_cli.render_run(console, records, title=f"Study of {run.label}")
+        return EXIT_OK
     render_results(console, records, run.catalog, title=f"Results of {run.label}")
     return EXIT_OK
 
@@ -494,6 +698,214 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_runs_delete(args: argparse.Namespace) -> int:
+    with Store(_db_path(args), create=False) as store:
+        runs = {run.id: run for run in (store.resolve_run(ref) for ref in args.runs)}
+        alive = [run for run in runs.values() if run.display_status == "running"]
+        if alive and not args.force:
+            raise UserError(
+                f"{alive[0].label} is still running (process {alive[0].pid}); stop it first, or pass --force"
+            )
+        deleted = store.delete_runs(list(runs))
+    for run_id, count in deleted.items():
+        print(f"deleted {runs[run_id].label}: {count} record{'s' if count != 1 else ''}")
+    return EXIT_OK
+
+
+def cmd_runs_rename(args: argparse.Namespace) -> int:
+    if args.clear == (args.name is not None):
+        raise UserError("runs rename RUN NAME, or runs rename RUN --clear (one of the two)")
+    with Store(_db_path(args), create=False) as store:
+        run = store.resolve_run(args.run)
+        name = None if args.clear else validate_run_name(args.name)
+        store.rename_run(run.id, name)
+    was = f" (was {run.name})" if run.name else ""
+    print(f"run {run.id} is now named {name}{was}" if name else f"run {run.id} has no name now{was}")
+    return EXIT_OK
+
+
+def _select(records: list[dict[str, Any]], patterns: Sequence[str]) -> list[dict[str, Any]]:
+    if not patterns:
+        return records
+    return [r for r in records if any(matches(r["benchmark"], p) for p in patterns)]
+
+
+def _machine_sides(runs: Sequence[Any], records: dict[int, list[dict[str, Any]]]) -> list[compare.Side]:
+    """--by machine: one side per machine; a later run's point replaces an
+    earlier run's point of the same machine."""
+    from threadlab.points import record_key
+
+    grouped: dict[str, list[Any]] = {}
+    for run in runs:
+        grouped.setdefault(run.machine_id, []).append(run)
+    hostnames = [group[0].hostname for group in grouped.values()]
+    sides = []
+    for machine, group in grouped.items():
+        merged: dict[Any, dict[str, Any]] = {}
+        for run in group:
+            for record in records[run.id]:
+                merged[record_key(record)] = record
+        first = group[-1]
+        cpu = (first.environment.get("cpu") or {}).get("model") or "CPU unknown"
+        header = first.hostname if hostnames.count(first.hostname) == 1 else f"{first.hostname}#{machine[:6]}"
+        label = f"{header}: {cpu} — " + ", ".join(run.label for run in group)
+        sides.append(compare.Side(label, header, list(merged.values()), machine))
+    return sides
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    fmt = "json" if args.json else args.format
+    patterns = split_patterns(args.filter)
+    if args.between and len(args.runs) != 1:
+        raise UserError("--between compares variants within ONE run: give exactly one RUN")
+    if not args.between and len(args.runs) < 2:
+        raise UserError(
+            "compare needs two runs (threadlab compare A B), or one run and --between, e.g. "
+            f"threadlab compare {args.runs[0]} --between placement=same-cpu,different-cpus"
+        )
+    if args.by and args.between:
+        raise UserError("--by and --between do not go together: --by lays out runs or machines as columns")
+    if args.by and args.fail_above is not None:
+        raise UserError("--fail-above gates pairwise comparisons: drop --by")
+    if args.by and fmt in ("csv",):
+        raise UserError("--by prints a table, json or md; csv is for pairwise comparisons")
+    with Store(_db_path(args), create=False) as store:
+        runs = [store.resolve_run(ref) for ref in args.runs]
+        seen: set[int] = set()
+        for run in runs:
+            if run.id in seen:
+                raise UserError(f"{run.label} is given twice")
+            seen.add(run.id)
+        records = {run.id: _select(store.records(run.id), patterns) for run in runs}
+    for run in runs:
+        if not records[run.id]:
+            what = "the --filter selects none of its records" if patterns else "it has no records"
+            raise UserError(f"{run.label}: nothing to compare ({what})")
+    if args.by:
+        if args.by == "machine":
+            sides = _machine_sides(runs, records)
+            if len(sides) < 2:
+                raise UserError(f"--by machine: all these runs are from one machine ({runs[0].hostname}); "
+                                "use --by run, or compare without --by")
+        else:
+            sides = [compare.Side(f"{run.label} on {run.hostname}", f"run {run.id}", records[run.id]) for run in runs]
+        matrix = compare.build_matrix(sides, args.alpha, args.test)
+        if fmt == "json":
+            for row in matrix.rows:
+                print(json.dumps({"label": row.label, "placement": row.placement,
+                                  "columns": [side.label for side in sides], "cells": row.cells,
+                                  "comparisons": [c.as_dict() if c else None for c in row.comparisons]}))
+        elif fmt == "md":
+            print("| benchmark | placement | " + " | ".join(side.header for side in sides) + " |")
+            print("|---|---|" + "---:|" * len(sides))
+            for row in matrix.rows:
+                print(f"| {row.label} | {row.placement} | " + " | ".join(row.cells) + " |")
+        else:
+            compare.render_matrix(make_console(), matrix, "machine" if args.by == "machine" else "run")
+        return EXIT_OK
+    pairs: list[compare.PairComparison] = []
+    if args.between:
+        run = runs[0]
+        dimension, variants = compare.split_variants(records[run.id], args.between)
+        base_value, base_records = variants[0]
+        base = compare.Side(f"{compare.variant_header(dimension, base_value)} in {run.label}",
+                            compare.variant_header(dimension, base_value), base_records)
+        for value, value_records in variants[1:]:
+            other = compare.Side(f"{compare.variant_header(dimension, value)} in {run.label}",
+                                 compare.variant_header(dimension, value), value_records)
+            pairs.append(compare.compare_sides(base, other, args.alpha, args.test, args.adjust, dimension))
+    else:
+        base_run = runs[0]
+        base = compare.Side(f"{base_run.label} on {base_run.hostname}", f"run {base_run.id}", records[base_run.id])
+        for run in runs[1:]:
+            other = compare.Side(f"{run.label} on {run.hostname}", f"run {run.id}", records[run.id])
+            pairs.append(compare.compare_sides(base, other, args.alpha, args.test, args.adjust))
+    if fmt == "json":
+        for pair in pairs:
+            for line in compare.pair_json_lines(pair):
+                print(line)
+    elif fmt == "csv":
+        sys.stdout.write(compare.pair_csv(pairs))
+    elif fmt == "md":
+        print("\n".join(compare.pair_markdown(pair) for pair in pairs), end="")
+    else:
+        console = make_console()
+        for index, pair in enumerate(pairs):
+            if index:
+                console.print()
+            compare.render_pair(console, pair)
+        console.file.flush()
+    return _regression_gate(pairs, args.fail_above)
+
+
+def _regression_gate(pairs: Sequence[compare.PairComparison], percent: float | None) -> int:
+    if percent is None:
+        return EXIT_OK
+    found = [(pair, point) for pair in pairs for point in pair.regressions(percent)]
+    for pair, point in found:
+        where = f" {point.placement}" if point.placement else ""
+        p_value = point.p_adjusted if point.p_adjusted is not None else (point.result.p if point.result else None)
+        print(
+            f"{PROG}: regression: {point.label}{where}: B/A = {compare.format_ratio(point.ratio)} "
+            f"({compare.change_text(point.slowdown or 1.0)}; the limit is {percent:g}% slower), "
+            f"p = {compare.format_p(p_value)}; A: {pair.a.label}, B: {pair.b.label}",
+            file=sys.stderr,
+        )
+    if found:
+        print(f"{PROG}: {len(found)} regression{'s' if len(found) != 1 else ''} beyond {percent:g}%", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{PROG}: no point significantly slower by more than {percent:g}%", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    text, source = transfer.read_source(args.file)
+    plan = transfer.read_import(text, source, host=args.host)
+    with Store(_db_path(args)) as store:
+        run = transfer.import_file(store, plan, args.name)
+    if plan.synthesized:
+        print(
+            f"{PROG}: {source} has no run header (bare records, as `bench --json` writes): run metadata "
+            f"synthesized (host {run.hostname}, environment unknown)",
+            file=sys.stderr,
+        )
+    print(f"imported {len(plan.records)} records from {source} as {run.label} (machine {run.hostname})")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with Store(_db_path(args), create=False) as store:
+        run = store.resolve_run(args.run)
+        records = store.records(run.id)
+        points = store.point_indexes(run.id)
+    text = transfer.export_text(args.format, run, records, points)
+    if args.output and args.output != "-":
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise UserError(f"-o {args.output}: cannot write: {error.strerror}") from None
+        print(f"{PROG}: wrote {run.label} ({len(records)} records) to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from threadlab import report  # matplotlib: only this command pays for it
+
+    refs = args.runs or ["latest"]
+    with Store(_db_path(args), create=False) as store:
+        runs = [store.resolve_run(ref) for ref in refs]
+        if len({run.id for run in runs}) != len(runs):
+            raise UserError("a run is given twice")
+        loaded = [(run, store.records(run.id)) for run in runs]
+    out_dir = Path(args.output).expanduser()
+    result = report.write_report(loaded, out_dir, alpha=args.alpha, test=args.test)
+    print(f"Report: {result.index.resolve()} ({len(result.figures)} figures; PNG files in "
+          f"{(out_dir / report.FIGURES_DIR).resolve()})")
+    return EXIT_OK
+
+
 # -------------------------------------------------------------------- main
 
 
@@ -504,7 +916,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(arguments)
         args.argv = arguments
         if not getattr(args, "handler", None):
-            raise UserError(f"a command is required: bench, list, runs, show or crosscheck (see `{PROG} --help`)")
+            raise UserError(
+                "a command is required: bench, list, runs, show, crosscheck, compare, import, export, report or study "
+                f"(see `{PROG} --help`)"
+            )
         return int(args.handler(args))
     except ThreadlabError as error:  # UserError included
         print(f"{PROG}: error: {error}", file=sys.stderr)

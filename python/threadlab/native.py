@@ -34,6 +34,27 @@ NATIVE_DEFAULTS: dict[bool, dict[str, float]] = {
 # --list and --env do no measuring; a program that takes longer is broken.
 _QUERY_TIMEOUT_S = 60.0
 
+# Suites: which programs a `bench` runs (`--suite`).  A program says the suite
+# of each benchmark in its --list ("suite"; absent = primitives).  The
+# primitives and models suites are the C programs with adaptive repetition;
+# the jvm and go suites run a fixed number of iterations (JMH's method, the
+# seed's: warm-up, then N measured) and take other measurement options.
+DEFAULT_SUITE = "primitives"
+SUITES: tuple[str, ...] = ("primitives", "models", "jvm", "go")
+ADAPTIVE_OPTIONS: tuple[str, ...] = (
+    "rule", "target", "warmup", "min_timings", "max_timings", "min_timing_ms", "max_seconds", "clock",
+)
+# The options each suite's programs accept (PointOptions fields); a suite
+# not named here takes ADAPTIVE_OPTIONS.
+SUITE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "jvm": ("warmup", "iterations", "forks"),
+    "go": ("warmup", "iterations"),
+}
+
+
+def suite_options(suite: str) -> tuple[str, ...]:
+    return SUITE_OPTIONS.get(suite, ADAPTIVE_OPTIONS)
+
 
 def repository_root() -> Path:
     """The source tree this package lives in (python/threadlab/native.py)."""
@@ -67,6 +88,7 @@ class BenchmarkInfo:
     default_placements: tuple[str, ...]
     params: tuple[ParamInfo, ...]
     program: str = field(default="")  # the program's file name
+    suite: str = field(default=DEFAULT_SUITE)  # the suite that runs it (--suite)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,6 +116,7 @@ class BenchmarkInfo:
             default_placements=tuple(data.get("default_placements", [])),
             params=params,
             program=program if program is not None else str(data.get("program", "")),
+            suite=str(data.get("suite") or DEFAULT_SUITE),
         )
 
     def param(self, name: str) -> ParamInfo | None:
@@ -115,24 +138,23 @@ class PointOptions:
     min_timing_ms: float | None = None
     max_seconds: float | None = None
     clock: str | None = None
+    # Fixed-iteration suites (jvm, go): measured iterations, JMH forks.
+    iterations: int | None = None
+    forks: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def argv(self) -> list[str]:
+    def argv(self, suite: str = DEFAULT_SUITE) -> list[str]:
+        """The options for a program of this suite: those it accepts
+        (suite_options) that are set."""
+        accepted = suite_options(suite)
         args: list[str] = ["--quick"] if self.quick else []
-        for flag, value in (
-            ("--rule", self.rule),
-            ("--target", self.target),
-            ("--warmup", self.warmup),
-            ("--min-timings", self.min_timings),
-            ("--max-timings", self.max_timings),
-            ("--min-timing-ms", self.min_timing_ms),
-            ("--max-seconds", self.max_seconds),
-            ("--clock", self.clock),
-        ):
-            if value is not None:
-                args += [flag, str(value)]
+        for name in ("rule", "target", "warmup", "min_timings", "max_timings", "min_timing_ms", "max_seconds",
+                     "clock", "iterations", "forks"):
+            value = getattr(self, name)
+            if value is not None and name in accepted:
+                args += ["--" + name.replace("_", "-"), str(value)]
         return args
 
 
@@ -205,17 +227,19 @@ def list_benchmarks(program: Path) -> list[BenchmarkInfo]:
 
 
 def catalog(programs: Iterable[Path]) -> list[BenchmarkInfo]:
-    """Every benchmark of every program; a name offered twice is an error
-    because records are keyed by benchmark name."""
-    seen: dict[str, str] = {}
+    """Every benchmark of every program.  Programs of several thread models
+    share benchmark names (docs/thread-models.md), so a benchmark is a
+    (name, model) pair: one offered twice is an error."""
+    seen: dict[tuple[str, str], str] = {}
     result: list[BenchmarkInfo] = []
     for program in programs:
         for info in list_benchmarks(program):
-            if info.benchmark in seen:
+            key = (info.benchmark, info.model)
+            if key in seen:
                 raise ThreadlabError(
-                    f"benchmark {info.benchmark} is offered by both {seen[info.benchmark]} and {program.name}"
+                    f"benchmark {info.benchmark} (model {info.model}) is offered by both {seen[key]} and {program.name}"
                 )
-            seen[info.benchmark] = program.name
+            seen[key] = program.name
             result.append(info)
     return result
 
@@ -230,7 +254,8 @@ def program_env(program: Path, clock: str | None = None) -> dict[str, Any]:
 
 
 def point_argv(
-    program: Path, benchmark: str, placement: str | None, params: dict[str, str], options: PointOptions
+    program: Path, benchmark: str, placement: str | None, params: dict[str, str], options: PointOptions,
+    suite: str = DEFAULT_SUITE,
 ) -> list[str]:
     """The command line of one data point."""
     argv = [str(program), "--run", benchmark]
@@ -238,5 +263,5 @@ def point_argv(
         argv += ["--placement", placement]
     for name, value in params.items():
         argv += ["--param", f"{name}={value}"]
-    return argv + options.argv()
+    return argv + options.argv(suite)
 

@@ -60,7 +60,9 @@ class Point:
         return " ".join(parts)
 
     def argv(self, options: PointOptions) -> list[str]:
-        return native.point_argv(self.program, self.info.benchmark, self.placement, self.params, options)
+        return native.point_argv(
+            self.program, self.info.benchmark, self.placement, self.params, options, self.info.suite
+        )
 
 
 def _param_combinations(info: BenchmarkInfo, quick: bool) -> list[dict[str, str]]:
@@ -133,6 +135,8 @@ def _check_belongs(point: Point, record: dict[str, Any]) -> None:
     """A valid record must also be the one asked for."""
     if record["benchmark"] != point.info.benchmark:
         raise schema.RecordError(f"field 'benchmark': {record['benchmark']} but {point.info.benchmark} was run")
+    if record["model"] != point.info.model:
+        raise schema.RecordError(f"field 'model': {record['model']} but {point.info.model} was run")
     if record["placement"] != point.record_placement:
         raise schema.RecordError(f"field 'placement': {record['placement']} but {point.record_placement} was asked")
 
@@ -368,12 +372,14 @@ class ProgressSink:
 def run_sweep(
     points: Sequence[Point],
     options: PointOptions,
-    timeout_s: float,
+    timeout_s: float | Callable[[Point], float],
     on_record: Callable[[Point, dict[str, Any]], None],
     progress: ProgressSink,
 ) -> SweepResult:
     """Runs the points in order; on_record stores each record as it comes.
-    SIGINT/SIGTERM stop the sweep after the current point's stored records."""
+    SIGINT/SIGTERM stop the sweep after the current point's stored records.
+    timeout_s: one limit for every point, or a function giving each point's
+    (suites differ: a JMH point of the seed's method takes minutes)."""
     stop = StopRequest()
     restore = stop.install()
     records: list[dict[str, Any]] = []
@@ -384,7 +390,8 @@ def run_sweep(
                 break
             progress.point_started(point)
             point_records: list[dict[str, Any]] = []
-            for record in run_point(point, options, timeout_s, stop):
+            limit = timeout_s(point) if callable(timeout_s) else timeout_s
+            for record in run_point(point, options, limit, stop):
                 on_record(point, record)
                 point_records.append(record)
             records += point_records

@@ -95,6 +95,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX runs_by_machine ON runs(machine_id, started_at)",
         ),
     ),
+    Migration(
+        2,
+        "where a run came from (imported runs)",
+        # NULL: measured by this store's threadlab.  Otherwise a JSON object:
+        # imported_at, file, header (false: bare records, metadata synthesized),
+        # original_id.
+        ("ALTER TABLE runs ADD COLUMN origin TEXT",),
+    ),
 )
 STORE_FORMAT = len(MIGRATIONS)
 
@@ -182,6 +190,8 @@ class RunInfo:
     environment: dict[str, Any]
     points_planned: int
     counts: dict[str, int] = field(default_factory=dict)
+    origin: dict[str, Any] | None = None  # None: measured here; else how it was imported
+    record_schema: str = "threadlab.record/1"
 
     @property
     def display_status(self) -> str:
@@ -199,7 +209,7 @@ class RunInfo:
 
 _RUN_COLUMNS = (
     "id, name, status, started_at, finished_at, hostname, machine_id, pid, process_key, "
-    "threadlab_version, command, options, catalog, environment, points_planned"
+    "threadlab_version, command, options, catalog, environment, points_planned, origin, record_schema"
 )
 
 
@@ -220,6 +230,8 @@ def _run_from_row(row: sqlite3.Row) -> RunInfo:
         catalog=json.loads(row["catalog"]),
         environment=json.loads(row["environment"]),
         points_planned=row["points_planned"],
+        origin=json.loads(row["origin"]) if row["origin"] else None,
+        record_schema=row["record_schema"],
     )
 
 
@@ -355,40 +367,44 @@ class Store:
 
     def add_record(self, run_id: int, point: int, record: Mapping[str, Any]) -> int:
         """Commits one validated record of a run; its sequence number."""
-        summary = stats.record_summary(record)
-        failed_checks = sum(1 for check in record.get("checks", []) if not check["ok"])
         with self._transaction() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM records WHERE run_id = ?", (run_id,)).fetchone()[0]
-            db.execute(
-                """INSERT INTO records (run_id, seq, point, benchmark, model, metric, placement, params, status,
-                   reason, unit, quantity, n, mean, sd, rsd, median, min, max, checks_failed, record, stored_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (
-                    run_id,
-                    seq,
-                    point,
-                    record["benchmark"],
-                    record["model"],
-                    record["metric"],
-                    record["placement"],
-                    _json(record["params"]),
-                    record["status"],
-                    record["reason"],
-                    record["unit"],
-                    record["quantity"],
-                    summary.n if summary else None,
-                    summary.mean if summary else None,
-                    summary.sd if summary else None,
-                    summary.rsd if summary else None,
-                    summary.median if summary else None,
-                    summary.min if summary else None,
-                    summary.max if summary else None,
-                    failed_checks,
-                    json.dumps(record, separators=(",", ":")),
-                    now_utc(),
-                ),
-            )
+            self._insert_record(db, run_id, seq, point, record)
         return int(seq)
+
+    @staticmethod
+    def _insert_record(db: sqlite3.Connection, run_id: int, seq: int, point: int, record: Mapping[str, Any]) -> None:
+        summary = stats.record_summary(record)
+        failed_checks = sum(1 for check in record.get("checks", []) if not check["ok"])
+        db.execute(
+            """INSERT INTO records (run_id, seq, point, benchmark, model, metric, placement, params, status,
+               reason, unit, quantity, n, mean, sd, rsd, median, min, max, checks_failed, record, stored_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                run_id,
+                seq,
+                point,
+                record["benchmark"],
+                record["model"],
+                record["metric"],
+                record["placement"],
+                _json(record["params"]),
+                record["status"],
+                record["reason"],
+                record["unit"],
+                record["quantity"],
+                summary.n if summary else None,
+                summary.mean if summary else None,
+                summary.sd if summary else None,
+                summary.rsd if summary else None,
+                summary.median if summary else None,
+                summary.min if summary else None,
+                summary.max if summary else None,
+                failed_checks,
+                json.dumps(record, separators=(",", ":")),
+                now_utc(),
+            ),
+        )
 
     def finish_run(self, run_id: int, status: str, environment: Mapping[str, Any] | None = None) -> None:
         """Sets the final status (and the environment with its end-of-run values)."""
@@ -398,6 +414,71 @@ class Store:
             db.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, now_utc(), run_id))
             if environment is not None:
                 db.execute("UPDATE runs SET environment = ? WHERE id = ?", (_json(dict(environment)), run_id))
+
+    def import_run(
+        self, run: Mapping[str, Any], records: Sequence[Mapping[str, Any]], points: Sequence[int], origin: Mapping[str, Any]
+    ) -> int:
+        """A run from elsewhere with all its records, in ONE transaction: a
+        failure leaves the store as it was.  `run` holds the runs columns
+        (as `threadlab export` writes them); records are already validated."""
+        name = run.get("name")
+        try:
+            with self._transaction() as db:
+                cursor = db.execute(
+                    """INSERT INTO runs (name, status, started_at, finished_at, hostname, machine_id, pid, process_key,
+                       threadlab_version, record_schema, command, options, catalog, environment, points_planned, origin)
+                       VALUES (?, ?, ?, ?, ?, ?, 0, 'imported', ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (
+                        name,
+                        run["status"],
+                        run["started_at"],
+                        run.get("finished_at"),
+                        run["hostname"],
+                        run["machine_id"],
+                        run["threadlab_version"],
+                        run["record_schema"],
+                        _json(list(run["command"])),
+                        _json(dict(run["options"])),
+                        _json(list(run["catalog"])),
+                        _json(dict(run["environment"])),
+                        int(run["points_planned"]),
+                        _json(dict(origin)),
+                    ),
+                )
+                run_id = int(cursor.lastrowid)
+                for seq, (point, record) in enumerate(zip(points, records), start=1):
+                    self._insert_record(db, run_id, seq, point, record)
+        except sqlite3.IntegrityError:  # another process took the name meanwhile
+            self.require_free_name(name)
+            raise
+        return run_id
+
+    def delete_runs(self, run_ids: Sequence[int]) -> dict[int, int]:
+        """Deletes runs and their records in one transaction; records per run."""
+        deleted: dict[int, int] = {}
+        with self._transaction() as db:
+            for run_id in run_ids:
+                count = db.execute("SELECT COUNT(*) FROM records WHERE run_id = ?", (run_id,)).fetchone()[0]
+                if db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount:
+                    deleted[run_id] = int(count)  # the records go by ON DELETE CASCADE
+        return deleted
+
+    def rename_run(self, run_id: int, name: str | None) -> None:
+        """Gives a run a (new) name, or none; names stay unique."""
+        if name is not None:
+            row = self._db.execute("SELECT id FROM runs WHERE name = ? AND id != ?", (name, run_id)).fetchone()
+            if row:
+                raise UserError(f"name {name}: run {row['id']} has that name already")
+        try:
+            with self._transaction() as db:
+                db.execute("UPDATE runs SET name = ? WHERE id = ?", (name, run_id))
+        except sqlite3.IntegrityError:
+            raise UserError(f"name {name}: another run took that name meanwhile") from None
+
+    def point_indexes(self, run_id: int) -> list[int]:
+        """The sweep point of each record of a run, in stored order."""
+        rows = self._db.execute("SELECT point FROM records WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [int(row["point"]) for row in rows]
 
     # ------------------------------------------------------------ reading
 

@@ -127,8 +127,10 @@ def _params_shown(records: Sequence[Mapping[str, Any]], catalog: Mapping[str, Ma
     return shown
 
 
-def row_label(record: Mapping[str, Any], shown_params: set[str]) -> str:
+def row_label(record: Mapping[str, Any], shown_params: set[str], show_model: bool = False) -> str:
     parts = [record["benchmark"]]
+    if show_model:  # the benchmark was measured on several thread models (docs/thread-models.md)
+        parts.append(f"[{record['model']}]")
     parts += [f"{name}={value}" for name, value in record["params"].items() if name in shown_params]
     if record["metric"] != "time":
         parts.append(f"({record['metric']})")
@@ -165,11 +167,14 @@ def build_table(records: Sequence[Mapping[str, Any]], catalog: Sequence[Mapping[
     """The table of a run's records, rows in the order they were measured."""
     by_name = {entry["benchmark"]: entry for entry in catalog}
     shown = _params_shown(records, by_name)
+    models: dict[str, set[str]] = {}
+    for record in records:
+        models.setdefault(record["benchmark"], set()).add(record["model"])
     notes = Footnotes()
     rows: dict[str, Row] = {}
     present: set[str] = set()
     for record in records:
-        label = row_label(record, shown.get(record["benchmark"], set()))
+        label = row_label(record, shown.get(record["benchmark"], set()), len(models[record["benchmark"]]) > 1)
         row = rows.setdefault(label, Row(label=label, quantity=record["quantity"]))
         row.cells[record["placement"]] = cell_text(record, notes)
         row.styles[record["placement"]] = cell_style(record)

@@ -10,6 +10,7 @@ packages=(
   python3 python3-venv            # the front end's virtual environment
   chromium                        # headless browser: the test that renders the HTML report
   libomp-dev                      # LLVM's OpenMP runtime: the llvmomp platform of `threadlab study apps`
+  libboost-fiber-dev              # Boost.Fiber: the boost-fiber model of the models suite (docs/thread-models.md)
 )
 # 32-bit builds of the study's kernels (-m32): x86-64 only.
 if [[ "$(dpkg --print-architecture 2>/dev/null || true)" == amd64 ]]; then

@@ -92,6 +92,20 @@ def wait_for_records(db: Path, count: int, timeout_s: float = 30.0) -> None:
     raise AssertionError(f"the store did not reach {count} records within {timeout_s} s")
 
 
+def run_native_point(program: Path, name: str, *args: str, env: dict[str, str] | None = None
+                     ) -> tuple[int, list[dict[str, Any]], str]:
+    """One --quick point of a native benchmark program: its exit status, its
+    records (each asserted valid against the record format) and stderr."""
+    from threadlab import schema
+
+    done = subprocess.run([str(program), "--run", name, "--quick", *args], capture_output=True, text=True,
+                          timeout=120, check=False, env={**os.environ, **(env or {})})
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    for record in records:
+        assert schema.record_problems(record) == [], record
+    return done.returncode, records, done.stderr
+
+
 def load_real_record() -> dict[str, Any]:
     """A record as threadlab-bench-posix printed it."""
     return json.loads((FIXTURES / "record-pthread-empty.json").read_text())

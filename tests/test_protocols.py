@@ -10,20 +10,15 @@ from typing import Any
 
 import pytest
 
-from conftest import REAL_NATIVE_DIR
-from threadlab import native, schema
+from conftest import REAL_NATIVE_DIR, run_native_point
+from threadlab import native
 
 PROGRAM = REAL_NATIVE_DIR / "threadlab-bench-posix"
 pytestmark = pytest.mark.skipif(not os.access(PROGRAM, os.X_OK), reason=f"no native build at {PROGRAM}")
 
 
 def run_point(name: str, *args: str) -> tuple[int, list[dict[str, Any]], str]:
-    done = subprocess.run([str(PROGRAM), "--run", name, "--quick", *args],
-                          capture_output=True, text=True, timeout=120, check=False)
-    records = [json.loads(line) for line in done.stdout.splitlines()]
-    for record in records:
-        assert schema.record_problems(record) == [], record
-    return done.returncode, records, done.stderr
+    return run_native_point(PROGRAM, name, *args)
 
 
 def check(record: dict[str, Any], name: str) -> dict[str, Any]:

@@ -54,6 +54,7 @@ typedef struct {
     char reason[512];
     char metric[48];
     char quantity[128];
+    char unit[16];            /* "" = the benchmark's */
     double *samples;
     size_t nsamples, capsamples;
     uint64_t iterations;
@@ -76,6 +77,7 @@ struct tl_ctx_private {
     const char *param_names[TL_MAX_PARAMS];
     const char *param_values[TL_MAX_PARAMS];
     unsigned nparams;
+    unsigned owned_params; /* bit i: param_values[i] was copied by tl_set_param */
     tl_pending pending;
     unsigned emitted;
     unsigned emitted_failed;    /* records written with status failed */

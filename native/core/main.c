@@ -136,6 +136,29 @@ static void set_param(tl_ctx *ctx, const char *assignment)
     priv->nparams++;
 }
 
+void tl_set_param(tl_ctx *ctx, const char *name, const char *value)
+{
+    if (!find_param(ctx->bench, name))
+        tl_die("benchmark %s sets parameter '%s' it does not declare", ctx->bench->name, name);
+    struct tl_ctx_private *priv = ctx->priv;
+    char *copy = strdup(value);
+    if (!copy)
+        tl_die("out of memory");
+    unsigned i = 0;
+    while (i < priv->nparams && strcmp(priv->param_names[i], name) != 0)
+        i++;
+    if (i == TL_MAX_PARAMS)
+        tl_die("too many parameters");
+    if (i == priv->nparams) {
+        priv->param_names[i] = name;
+        priv->nparams++;
+    } else if (priv->owned_params & (1u << i)) {
+        free((char *)priv->param_values[i]); /* a value from the command line is argv's */
+    }
+    priv->param_values[i] = copy;
+    priv->owned_params |= 1u << i;
+}
+
 /* -------------------------------------------------------------- options */
 
 static double parse_double_in(const char *opt, const char *text, double min, double max)
@@ -215,6 +238,9 @@ static void list_benches(const tl_bench *benches)
         tl_json_begin_object(&j);
         tl_json_key(&j, "benchmark"); tl_json_string(&j, b->name);
         tl_json_key(&j, "model"); tl_json_string(&j, b->model);
+        if (b->suite) {
+            tl_json_key(&j, "suite"); tl_json_string(&j, b->suite);
+        }
         tl_json_key(&j, "summary"); tl_json_string(&j, b->summary);
         tl_json_key(&j, "quantity"); tl_json_string(&j, b->quantity);
         tl_json_key(&j, "unit"); tl_json_string(&j, b->unit ? b->unit : "ns");
@@ -452,4 +478,24 @@ int tl_main(int argc, char **argv, const tl_bench *benches)
     if (priv.pending.status != TL_STATUS_NONE || priv.emitted == 0)
         tl_emit(&ctx);
     return priv.emitted_failed > 0 ? 1 : 0;
+}
+
+int tl_main_families(int argc, char **argv, const tl_bench *const *families, size_t nfamilies)
+{
+    size_t total = 0;
+    for (size_t f = 0; f < nfamilies; f++)
+        for (const tl_bench *b = families[f]; b->name; b++)
+            total++;
+    tl_bench *all = calloc(total + 1, sizeof *all);
+    if (!all) {
+        fprintf(stderr, "out of memory\n");
+        return 2;
+    }
+    size_t n = 0;
+    for (size_t f = 0; f < nfamilies; f++)
+        for (const tl_bench *b = families[f]; b->name; b++)
+            all[n++] = *b;
+    int rc = tl_main(argc, argv, all);
+    free(all);
+    return rc;
 }

@@ -48,7 +48,7 @@ static double minimum_timing_ns(const tl_ctx *ctx)
 static uint64_t calibrate(tl_ctx *ctx, tl_timing_fn fn, void *arg, const tl_measure_spec *spec, int *failed)
 {
     double need = minimum_timing_ns(ctx);
-    uint64_t iterations = 1;
+    uint64_t iterations = spec->min_iterations ? spec->min_iterations : 1;
     for (;;) {
         double t = fn(arg, iterations);
         if (t >= need) {
@@ -151,6 +151,12 @@ void tl_set_metric(tl_ctx *ctx, const char *metric, const char *quantity)
     snprintf(p->metric, sizeof p->metric, "%s", metric);
     if (quantity)
         snprintf(p->quantity, sizeof p->quantity, "%s", quantity);
+}
+
+void tl_set_unit(tl_ctx *ctx, const char *unit)
+{
+    tl_pending *p = &ctx->priv->pending;
+    snprintf(p->unit, sizeof p->unit, "%s", unit);
 }
 
 void tl_derived(tl_ctx *ctx, const char *metric, const char *quantity, double value, const char *formula)

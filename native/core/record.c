@@ -73,7 +73,7 @@ void tl_emit(tl_ctx *ctx)
         else
             tl_json_null(&j);
     tl_json_end_array(&j);
-    tl_json_key(&j, "unit"); tl_json_string(&j, b->unit ? b->unit : "ns");
+    tl_json_key(&j, "unit"); tl_json_string(&j, p->unit[0] ? p->unit : b->unit ? b->unit : "ns");
     tl_json_key(&j, "quantity"); tl_json_string(&j, p->quantity[0] ? p->quantity : b->quantity);
     tl_json_key(&j, "status"); tl_json_string(&j, status_name(p->status));
     tl_json_key(&j, "reason"); tl_json_string(&j, p->reason[0] ? p->reason : NULL);

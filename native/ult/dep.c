@@ -18,7 +18,7 @@ void tl_dep_satisfy(tl_vp *vp, tl_thread *t)
 {
     uint32_t old = atomic_fetch_sub_explicit(&t->deps, 1, ACQREL);
     if (TL_UNLIKELY(TL_DEP_COUNT(old) == 0))
-        tl_die("threadlab-ult: thread %p: more dependences satisfied than declared", (void *)t);
+        tl_ult_die("threadlab-ult: thread %p: more dependences satisfied than declared", (void *)t);
     if (old - 1 != TL_DEP_WAITING)
         return;
     atomic_store_explicit(&t->deps, 0, RLX);
@@ -40,7 +40,7 @@ void tl_dep_post_wait(tl_vp *vp, tl_thread *t)
 int tl_ult_create_dep(tl_ult_t *thread, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
                       unsigned ndeps, tl_ult_t successor)
 {
-    return tl_thread_create(thread, attr, fn, arg, ndeps, successor);
+    return tl_ult_create_internal(thread, attr, fn, arg, ndeps, successor);
 }
 
 int tl_ult_create_nested(tl_ult_t *thread, const tl_ult_attr *attr, tl_ult_fn fn, void *arg)
@@ -50,7 +50,7 @@ int tl_ult_create_nested(tl_ult_t *thread, const tl_ult_attr *attr, tl_ult_fn fn
     if (!cur)
         return tl_rt.initialized ? EPERM : EAGAIN;
     atomic_fetch_add_explicit(&cur->deps, 1, RLX);
-    int err = tl_thread_create(thread, attr, fn, arg, 0, cur);
+    int err = tl_ult_create_internal(thread, attr, fn, arg, 0, cur);
     if (err)
         atomic_fetch_sub_explicit(&cur->deps, 1, RLX);
     return err;

@@ -64,7 +64,7 @@ static void grow_alloc(void *arg)
     struct grow *g = arg;
     g->n = array_new(g->capacity);
     if (!g->n)
-        tl_die("threadlab-ult: out of memory growing a run queue");
+        tl_ult_die("threadlab-ult: out of memory growing a run queue");
 }
 
 tl_deque_array *tl_deque_grow(tl_deque *q, tl_deque_array *a, int64_t t, int64_t b)

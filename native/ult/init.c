@@ -35,7 +35,7 @@ static void die_print(void *arg)
 
 /* Prints on the scheduler stack when called from a ULT: the ULT's stack
  * may be tiny, or it may be the stack that just overflowed. */
-TL_COLD _Noreturn void tl_die(const char *fmt, ...)
+TL_COLD _Noreturn void tl_ult_die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

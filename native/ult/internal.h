@@ -534,7 +534,7 @@ uint64_t tl_now_ns(void);
 
 /* ---- threads (thread.c) -------------------------------------------- */
 
-int tl_thread_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
+int tl_ult_create_internal(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
                      unsigned ndeps, tl_thread *successor);
 /* First dispatch: stack + initial context. */
 void tl_thread_prepare(tl_vp *vp, tl_thread *t);
@@ -643,7 +643,7 @@ static inline tl_thread *tl_self_ult(tl_vp **vpp)
     return vp ? vp->current : NULL;
 }
 
-TL_COLD _Noreturn void tl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+TL_COLD _Noreturn void tl_ult_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- inline scheduler paths ------------------------------------------ */
 
@@ -711,7 +711,7 @@ static inline __attribute__((always_inline)) void tl_switch_to(tl_vp *vp, tl_thr
         tl_thread_prepare(vp, next);
 #ifdef TL_ULT_DEBUG
     if (next->state == TS_RUNNING && !(next->flags & TF_SCHED))
-        tl_die("debug: dispatching running thread %p on VP %u", (void *)next, vp->id);
+        tl_ult_die("debug: dispatching running thread %p on VP %u", (void *)next, vp->id);
 #endif
     next->state = TS_RUNNING;
     next->vp = vp;

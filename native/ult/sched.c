@@ -161,7 +161,7 @@ void tl_sched_run_post(tl_vp *vp)
         tl_wd_post_wait(vp, p, arg);
         break;
     default:
-        tl_die("threadlab-ult: bad post action %u", kind);
+        tl_ult_die("threadlab-ult: bad post action %u", kind);
     }
 }
 

@@ -51,7 +51,7 @@ static void timers_grow(void *arg)
     size_t cap = vp->timers_cap ? 2 * vp->timers_cap : 64;
     struct tl_timer *n = realloc(vp->timers, cap * sizeof *n);
     if (!n)
-        tl_die("threadlab-ult: out of memory for a sleep timer");
+        tl_ult_die("threadlab-ult: out of memory for a sleep timer");
     vp->timers = n;
     vp->timers_cap = cap;
 }

@@ -179,7 +179,7 @@ static void stack_refill(void *arg)
     }
     pthread_mutex_unlock(&tl_rt.lock);
     if (!lo)
-        tl_die("threadlab-ult: cannot map a %zu-byte stack: %s", p->slot, strerror(errno));
+        tl_ult_die("threadlab-ult: cannot map a %zu-byte stack: %s", p->slot, strerror(errno));
     r->lo = lo;
 }
 
@@ -250,7 +250,7 @@ void tl_stack_finalize(void)
 
 TL_COLD _Noreturn void tl_stack_overflow(tl_thread *t, const char *how)
 {
-    tl_die("threadlab-ult: stack overflow in user-level thread %p (%s; stack %p, %u bytes)",
+    tl_ult_die("threadlab-ult: stack overflow in user-level thread %p (%s; stack %p, %u bytes)",
            (void *)t, how, (void *)t->stack_lo, (unsigned)t->stack_size);
 }
 

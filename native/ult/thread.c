@@ -152,7 +152,7 @@ void tl_desc_finalize(void)
 
 /* ---- create -------------------------------------------------------- */
 
-int tl_thread_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
+int tl_ult_create_internal(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
                      unsigned ndeps, tl_thread *successor)
 {
     if (TL_UNLIKELY(!tl_rt.initialized))
@@ -209,7 +209,7 @@ int tl_thread_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void 
 
 int tl_ult_create(tl_ult_t *thread, const tl_ult_attr *attr, tl_ult_fn fn, void *arg)
 {
-    return tl_thread_create(thread, attr, fn, arg, 0, NULL);
+    return tl_ult_create_internal(thread, attr, fn, arg, 0, NULL);
 }
 
 void tl_ult_attr_init(tl_ult_attr *attr)
@@ -258,7 +258,7 @@ static inline __attribute__((always_inline)) void thread_exit_inline(tl_thread *
     vp->post_thread = self;
     vp->post_arg = NULL;
     tl_switch_to(vp, self, next, 1);
-    tl_die("threadlab-ult: exited thread %p resumed", (void *)self);
+    tl_ult_die("threadlab-ult: exited thread %p resumed", (void *)self);
 }
 
 static TL_NOINLINE _Noreturn void thread_exit(tl_thread *self)
@@ -456,7 +456,7 @@ int tl_ult_join(tl_ult_t t, void **retval)
             return EINVAL;
         join_wait(vp, cur, t);
         while (atomic_load_explicit(&t->join, ACQ) != TL_JOIN_EXITED)
-            tl_die("threadlab-ult: joiner %p woken before %p exited", (void *)cur, (void *)t);
+            tl_ult_die("threadlab-ult: joiner %p woken before %p exited", (void *)cur, (void *)t);
     }
     if (retval)
         *retval = t->arg;
@@ -479,7 +479,7 @@ _Noreturn void tl_ult_exit(void *retval)
     tl_vp *vp;
     tl_thread *cur = tl_self_ult(&vp);
     if (!cur || (cur->flags & TF_PRIMORDIAL))
-        tl_die("threadlab-ult: tl_ult_exit called outside a ULT or by the primordial ULT");
+        tl_ult_die("threadlab-ult: tl_ult_exit called outside a ULT or by the primordial ULT");
     cur->arg = retval;
     if (cur->flags & TF_INLINE)
         TL_LONGJMP(cur->inline_jb);

@@ -174,7 +174,7 @@ void tl_vp_sched_entry(void *p)
     tl_vp *vp = p;
     tl_san_finish_switch(&vp->sched);
     sched_loop(vp);
-    tl_die("threadlab-ult: VP 0 scheduler returned");
+    tl_ult_die("threadlab-ult: VP 0 scheduler returned");
 }
 
 static void stack_of_current_thread(char **lo, uint32_t *size)

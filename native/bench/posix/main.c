@@ -1,7 +1,4 @@
 /* main.c - threadlab-bench-posix: the POSIX threads primitives suite. */
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "families.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -31,20 +28,5 @@ static const tl_bench *const families[] = {
 
 int main(int argc, char **argv)
 {
-    size_t total = 0;
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-        for (const tl_bench *b = families[f]; b->name; b++)
-            total++;
-    tl_bench *all = calloc(total + 1, sizeof *all);
-    if (!all) {
-        fprintf(stderr, "out of memory\n");
-        return 2;
-    }
-    size_t n = 0;
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-        for (const tl_bench *b = families[f]; b->name; b++)
-            all[n++] = *b;
-    int rc = tl_main(argc, argv, all);
-    free(all);
-    return rc;
+    return tl_main_families(argc, argv, families, sizeof families / sizeof families[0]);
 }

@@ -15,10 +15,6 @@
 
 enum { MAIN_ID = 1, PARTNER_ID = 2 };
 
-/* The rate at or above which the threads count as alternating: a few
- * yields may return at once (a round's first, a tick's migration). */
-#define ALTERNATION_MIN 0.9
-
 typedef struct {
     /* Who looked last, and on which CPU: id << 16 | cpu. */
     _Atomic uint32_t last;
@@ -109,19 +105,6 @@ static double time_looks(void *arg, uint64_t iterations)
     return tl_ticks_to_ns(t1 - t0);
 }
 
-static void alternation_check(tl_ctx *ctx, const yield_state *s)
-{
-    uint64_t yields = s->yields[0] + s->yields[1];
-    uint64_t switches = s->switches[0] + s->switches[1];
-    double ratio = yields ? (double)switches / (double)yields : 0.0;
-    tl_check(ctx, "alternated", ratio >= ALTERNATION_MIN, ratio,
-             "the other thread had run on the same CPU between two looks in %.1f%% of %llu yields "
-             "(main %llu of %llu, partner %llu of %llu; at least %.0f%% means the yields alternated)",
-             100.0 * ratio, (unsigned long long)yields, (unsigned long long)s->switches[0],
-             (unsigned long long)s->yields[0], (unsigned long long)s->switches[1],
-             (unsigned long long)s->yields[1], 100.0 * ALTERNATION_MIN);
-}
-
 int tl_posix_yield_pingpong(tl_ctx *ctx, int serial, const char *quantity)
 {
     static yield_state s;
@@ -138,7 +121,7 @@ int tl_posix_yield_pingpong(tl_ctx *ctx, int serial, const char *quantity)
     int rc = time_yield(&s, 64) < 0 ? -1 : tl_measure(ctx, time_yield, &s, &spec);
     tl_partner_stop(s.partner);
     if (rc == 0)
-        alternation_check(ctx, &s);
+        tl_check_alternated(ctx, s.switches, s.yields);
     return rc;
 }
 
@@ -147,22 +130,8 @@ static int run_pingpong(tl_ctx *ctx)
     return tl_posix_yield_pingpong(ctx, strcmp(tl_param(ctx, "order"), "serial") == 0, NULL);
 }
 
-/* "serial" is accepted on the command line but never swept: it is the
- * self-test that proves the check flags a run that did not alternate. */
-static const char *check_order(const char *value)
-{
-    return strcmp(value, "serial") == 0 ? NULL
-                                        : "interleaved (the protocol) or serial (self-test: the partner "
-                                          "yields all before main yields any, as the seed saw on AIX)";
-}
-
-static const char *const order_values[] = {"interleaved", NULL};
-
 static const tl_param_def yield_params[] = {
-    {.name = "order",
-     .help = "interleaved: both threads yield in turn; serial: self-test emulating AIX (not swept)",
-     .values = order_values,
-     .check = check_order},
+    TL_YIELD_ORDER_PARAM,
     {0},
 };
 

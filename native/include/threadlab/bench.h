@@ -73,6 +73,8 @@ typedef struct {
      * one unless run() already emitted a failed record.  The program exits
      * 1 whenever any record it wrote is failed. */
     int (*run)(tl_ctx *ctx);
+    /* The suite that runs it (`threadlab bench --suite`); NULL = primitives. */
+    const char *suite;
 } tl_bench;
 
 /* Options of one data point (from the command line). */
@@ -95,6 +97,10 @@ typedef struct {
     /* Calibration never goes beyond this (0 = no cap). For actions that
      * consume resources (threads, processes). */
     uint64_t max_iterations;
+    /* Calibration starts here (0 = 1): for protocols whose every timing has
+     * start-up effects (a partner thread to set in motion) that a timing of
+     * a handful of iterations would make the whole of what it checks. */
+    uint64_t min_iterations;
     /* Each iteration performs this many of the measured actions: a sample
      * is elapsed / (iterations * actions_per_iteration).  0 means 1. */
     double actions_per_iteration;
@@ -137,6 +143,10 @@ const char *tl_param(const tl_ctx *ctx, const char *name);
 /* Integer parameter within [min, max]; out of range or not a number fails
  * the program with a message naming the value and the accepted range. */
 long tl_param_long(const tl_ctx *ctx, const char *name, long min, long max);
+/* Replaces a parameter's value for the rest of the point, so the record
+ * shows the value actually used (a count scaled down to what the machine
+ * allows; docs/thread-models.md).  value is copied. */
+void tl_set_param(tl_ctx *ctx, const char *name, const char *value);
 /* A check function accepting positive integers (for tl_param_def.check). */
 const char *tl_check_positive_int(const char *value);
 
@@ -186,6 +196,10 @@ void tl_derived(tl_ctx *ctx, const char *metric, const char *quantity, double va
  * or failed at this point. */
 void tl_set_metric(tl_ctx *ctx, const char *metric, const char *quantity);
 
+/* Names the pending record's unit, overriding tl_bench.unit: for a record
+ * of another metric of the same benchmark (a count next to bytes). */
+void tl_set_unit(tl_ctx *ctx, const char *unit);
+
 /* Summary of the pending record's samples (valid after tl_measure). */
 double tl_pending_mean(const tl_ctx *ctx);
 double tl_pending_median(const tl_ctx *ctx);
@@ -207,6 +221,25 @@ void tl_fail(tl_ctx *ctx, const char *fmt, ...) TL_PRINTF(2, 3);
 
 /* Writes the pending record as one JSON line and starts a new one. */
 void tl_emit(tl_ctx *ctx);
+
+/* ------------------------------------------- the yield ping-pong's check */
+
+/* The "order" parameter of every yield ping-pong: "interleaved" (the
+ * protocol, the only value swept) or "serial", accepted on the command line
+ * as the self-test that proves the alternation check flags a run whose
+ * threads did not alternate (the seed saw it on AIX). */
+extern const char *const tl_yield_order_values[];
+const char *tl_check_yield_order(const char *value);
+#define TL_YIELD_ORDER_PARAM                                                                           \
+    {.name = "order",                                                                                  \
+     .help = "interleaved: both threads yield in turn; serial: self-test emulating AIX (not swept)",   \
+     .values = tl_yield_order_values,                                                                  \
+     .check = tl_check_yield_order}
+
+/* The "alternated" check: switches[i] of yields[i] of thread i (main 0,
+ * partner 1) found that the other thread had run since its previous look;
+ * at least 90% means the yields alternated. */
+void tl_check_alternated(tl_ctx *ctx, const uint64_t switches[2], const uint64_t yields[2]);
 
 /* ------------------------------------------------------------ partners */
 
@@ -234,6 +267,9 @@ long tl_futex_wake(uint32_t *word, int count);
 /* The main of a benchmark program: --list, --env, --run (see
  * docs/native-protocol.md). benches is terminated by a NULL name. */
 int tl_main(int argc, char **argv, const tl_bench *benches);
+/* tl_main over several tables (one per source file of a program), chained
+ * in order. */
+int tl_main_families(int argc, char **argv, const tl_bench *const *families, size_t nfamilies);
 
 #ifdef __cplusplus
 }

@@ -28,7 +28,7 @@ SEED: dict[str, tuple[str, tuple[float, float], tuple[float, float]]] = {
     "threads.sleep_yield": ("Table 4: yield test, 100,000 threads", (14.216, 0.030), (0.019, 0.002)),
 }
 BASE, OTHER = "jvm-platform", "jvm-virtual"
-MODEL_ORDER = ("jvm-platform", "jvm-virtual", "goroutine", "pthread", "ult")
+MODEL_ORDER = ("jvm-platform", "jvm-virtual", "goroutine", "pthread", "ult", "boost-fiber", "process")
 
 
 @dataclass

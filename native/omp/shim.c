@@ -177,7 +177,15 @@ static __thread unsigned tls_dyn_gen;
 static __thread uint32_t tls_pin_epoch;
 static __thread int tls_pin_tid = -1;
 
-enum { NOTE_NO_MANAGER = 1, NOTE_FALLBACK = 2, NOTE_FULL = 4, NOTE_VERSION = 8, NOTE_DYN_OFF = 16, NOTE_ATTACHED = 32 };
+enum {
+    NOTE_NO_MANAGER = 1,
+    NOTE_FALLBACK = 2,
+    NOTE_FULL = 4,
+    NOTE_VERSION = 8,
+    NOTE_DYN_OFF = 16,
+    NOTE_ATTACHED = 32,
+    NOTE_CORRUPT = 64,
+};
 
 static void notice(int which, const char *fmt, ...) TL_PRINTF(2, 3);
 static void notice(int which, const char *fmt, ...)
@@ -343,7 +351,7 @@ static int attach_locked(unsigned request)
         tl_rm_arena_name(name, sizeof name);
         int rc = tl_rm_open(&g.arena, name, err, sizeof err);
         if (rc == TL_RM_EVERSION) {
-            notice(NOTE_VERSION, "refusing the resource manager's arena: %s; running unmanaged", err);
+            notice(NOTE_VERSION, "refusing the resource manager's arena %s: %s; running unmanaged", name, err);
             return TL_OMP_STATE_UNMANAGED;
         }
         if (rc != TL_RM_OK) {
@@ -353,6 +361,19 @@ static int attach_locked(unsigned request)
         g.mapped = 1;
         g.slot = -1;
         g.my = NULL;
+    }
+    /* Indices into the arena are bounded by the slot count it had when it
+     * was mapped (g.arena.nslots), whatever the header says now; a header
+     * that changed since was overwritten: run unmanaged until the manager
+     * restores it (the mapping stays: other threads may be reading it). */
+    char why[256];
+    if (tl_rm_check(&g.arena, why, sizeof why) != TL_RM_OK) {
+        notice(NOTE_CORRUPT, "the resource manager's arena %s was overwritten (%s); running unmanaged",
+               g.arena.name, why);
+        if (g.slot >= 0)
+            tl_rm_release(&g.arena, g.slot);
+        g.slot = -1; /* g.my stays a valid address for a thread still on the fast path */
+        return TL_OMP_STATE_UNMANAGED;
     }
     tl_rm_header *h = g.arena.hdr;
     if (!tl_rm_manager_fresh(h, tl_rm_now_ns()) || !tl_rm_manager_exists(h)) {
@@ -371,7 +392,7 @@ static int attach_locked(unsigned request)
         int slot = tl_rm_register(&g.arena, request, g.pin ? TL_RM_APP_PINNED : 0, &g.epoch0);
         if (slot < 0) {
             notice(NOTE_FULL, "the resource manager's arena is full (%u applications); running unmanaged",
-                   h->nslots);
+                   g.arena.nslots);
             return TL_OMP_STATE_UNMANAGED;
         }
         g.slot = slot;
@@ -383,7 +404,7 @@ static int attach_locked(unsigned request)
             g.answered = 1;
     }
     g.generation = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
-    if (g.notices & (NOTE_NO_MANAGER | NOTE_FALLBACK))
+    if (g.notices & (NOTE_NO_MANAGER | NOTE_FALLBACK | NOTE_CORRUPT))
         notice(NOTE_ATTACHED, "managed by threadlab-rm (pid %d) from now on", (int)h->manager_pid);
     return TL_OMP_STATE_MANAGED;
 }

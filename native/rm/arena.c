@@ -5,12 +5,19 @@
  * Used by the manager (threadlab-rm), by `threadlab-rm --status/--set`, and
  * by the libgomp shim inside applications, so it allocates nothing, never
  * prints, and keeps the application's path (tl_rm_read_alloc) lock-free.
+ *
+ * The mapping is shared with every process of the user, any of which may
+ * write anything into it at any time: loops over the slots are bounded by
+ * the handle's private nslots (validated against the object's size when it
+ * was mapped), never by the header's, and no wait on a shared word is
+ * unbounded.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,7 +192,10 @@ size_t tl_rm_arena_bytes(unsigned nslots)
     return sizeof(tl_rm_header) + (size_t)nslots * sizeof(tl_rm_slot);
 }
 
-int tl_rm_validate(const void *mem, size_t size, char *err, size_t errlen)
+/* Validates the object of `size` bytes at mem, reading each header field
+ * once (another process may be writing them while we look); on success
+ * *nslots is the slot count that was checked against the size. */
+static int validate(const void *mem, size_t size, unsigned *nslots, char *err, size_t errlen)
 {
     const tl_rm_header *h = mem;
     if (size < 16) {
@@ -202,11 +212,12 @@ int tl_rm_validate(const void *mem, size_t size, char *err, size_t errlen)
                  (unsigned long long)magic, (unsigned long long)TL_RM_MAGIC);
         return TL_RM_EVERSION;
     }
-    if (h->layout_version != TL_RM_LAYOUT_VERSION) {
+    uint32_t version = __atomic_load_n(&h->layout_version, __ATOMIC_RELAXED);
+    if (version != TL_RM_LAYOUT_VERSION) {
         snprintf(err, errlen,
                  "arena layout version %u, but this program reads version %u "
                  "(a threadlab-rm of another threadlab version made it)",
-                 h->layout_version, TL_RM_LAYOUT_VERSION);
+                 version, TL_RM_LAYOUT_VERSION);
         return TL_RM_EVERSION;
     }
     if (size < sizeof(tl_rm_header)) {
@@ -214,22 +225,34 @@ int tl_rm_validate(const void *mem, size_t size, char *err, size_t errlen)
                  TL_RM_LAYOUT_VERSION, sizeof(tl_rm_header));
         return TL_RM_EVERSION;
     }
-    if (h->header_size != sizeof(tl_rm_header) || h->slot_size != sizeof(tl_rm_slot)) {
-        snprintf(err, errlen, "arena header/slot sizes %u/%u bytes, this program's are %zu/%zu",
-                 h->header_size, h->slot_size, sizeof(tl_rm_header), sizeof(tl_rm_slot));
+    uint32_t header_size = __atomic_load_n(&h->header_size, __ATOMIC_RELAXED);
+    uint32_t slot_size = __atomic_load_n(&h->slot_size, __ATOMIC_RELAXED);
+    if (header_size != sizeof(tl_rm_header) || slot_size != sizeof(tl_rm_slot)) {
+        snprintf(err, errlen, "arena header/slot sizes %u/%u bytes, this program's are %zu/%zu", header_size,
+                 slot_size, sizeof(tl_rm_header), sizeof(tl_rm_slot));
         return TL_RM_EVERSION;
     }
-    if (h->max_cpus != TL_RM_MAX_CPUS || h->ncpus == 0 || h->ncpus > TL_RM_MAX_CPUS) {
-        snprintf(err, errlen, "arena CPU sets of %u bits with %u CPUs, this program's hold %u", h->max_cpus,
-                 h->ncpus, TL_RM_MAX_CPUS);
+    uint32_t max_cpus = __atomic_load_n(&h->max_cpus, __ATOMIC_RELAXED);
+    uint32_t ncpus = __atomic_load_n(&h->ncpus, __ATOMIC_RELAXED);
+    if (max_cpus != TL_RM_MAX_CPUS || ncpus == 0 || ncpus > TL_RM_MAX_CPUS) {
+        snprintf(err, errlen, "arena CPU sets of %u bits with %u CPUs, this program's hold %u", max_cpus, ncpus,
+                 TL_RM_MAX_CPUS);
         return TL_RM_EVERSION;
     }
-    if (h->nslots == 0 || h->nslots > TL_RM_MAX_SLOTS || size < tl_rm_arena_bytes(h->nslots)) {
-        snprintf(err, errlen, "arena of %zu bytes cannot hold its %u slots (%zu bytes needed)", size, h->nslots,
-                 h->nslots <= TL_RM_MAX_SLOTS ? tl_rm_arena_bytes(h->nslots) : (size_t)0);
+    uint32_t count = __atomic_load_n(&h->nslots, __ATOMIC_RELAXED);
+    if (count == 0 || count > TL_RM_MAX_SLOTS || size < tl_rm_arena_bytes(count)) {
+        snprintf(err, errlen, "arena of %zu bytes cannot hold its %u slots (%zu bytes needed; at most %u slots)",
+                 size, count, count <= TL_RM_MAX_SLOTS ? tl_rm_arena_bytes(count) : (size_t)0, TL_RM_MAX_SLOTS);
         return TL_RM_EVERSION;
     }
+    if (nslots)
+        *nslots = count;
     return TL_RM_OK;
+}
+
+int tl_rm_validate(const void *mem, size_t size, char *err, size_t errlen)
+{
+    return validate(mem, size, NULL, err, errlen);
 }
 
 static void arena_clear(tl_rm_arena *arena)
@@ -255,7 +278,7 @@ int tl_rm_open(tl_rm_arena *arena, const char *name, char *err, size_t errlen)
         return TL_RM_ESYS;
     }
     if (st.st_size == 0) {
-        snprintf(err, errlen, "the arena %s is being created (empty)", name);
+        snprintf(err, errlen, "the arena is being created (empty)");
         close(fd);
         return TL_RM_EINIT;
     }
@@ -265,16 +288,18 @@ int tl_rm_open(tl_rm_arena *arena, const char *name, char *err, size_t errlen)
         close(fd);
         return TL_RM_ESYS;
     }
-    char why[200];
-    int rc = tl_rm_validate(mem, (size_t)st.st_size, why, sizeof why);
+    /* The slot count is taken here, once, as validated against the size;
+     * the header's may change under us at any time. */
+    unsigned nslots = 0;
+    int rc = validate(mem, (size_t)st.st_size, &nslots, err, errlen);
     if (rc != TL_RM_OK) {
-        snprintf(err, errlen, "%s: %s", name, why);
         munmap(mem, (size_t)st.st_size);
         close(fd);
         return rc;
     }
     arena->hdr = mem;
     arena->slots = (tl_rm_slot *)((char *)mem + sizeof(tl_rm_header));
+    arena->nslots = nslots;
     arena->size = (size_t)st.st_size;
     arena->fd = fd;
     arena->dev = (uint64_t)st.st_dev;
@@ -340,6 +365,7 @@ int tl_rm_create(tl_rm_arena *arena, const char *name, unsigned nslots, const tl
     __atomic_store_n(&h->magic, TL_RM_MAGIC, __ATOMIC_RELEASE);
     arena->hdr = h;
     arena->slots = (tl_rm_slot *)((char *)mem + sizeof(tl_rm_header));
+    arena->nslots = nslots;
     arena->size = bytes;
     arena->fd = fd;
     return TL_RM_OK;
@@ -353,6 +379,8 @@ void tl_rm_close(tl_rm_arena *arena)
         close(arena->fd);
     arena->hdr = NULL;
     arena->slots = NULL;
+    arena->nslots = 0;
+    arena->size = 0;
     arena->fd = -1;
 }
 
@@ -370,6 +398,56 @@ int tl_rm_replaced(const tl_rm_arena *arena)
     int replaced = fstat(fd, &st) != 0 || (uint64_t)st.st_dev != arena->dev || (uint64_t)st.st_ino != arena->ino;
     close(fd);
     return replaced;
+}
+
+int tl_rm_check(const tl_rm_arena *arena, char *err, size_t errlen)
+{
+    if (!arena->hdr) {
+        snprintf(err, errlen, "the arena is not mapped");
+        return TL_RM_ECORRUPT;
+    }
+    const tl_rm_header *h = arena->hdr;
+    uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+    uint32_t version = __atomic_load_n(&h->layout_version, __ATOMIC_RELAXED);
+    uint32_t header_size = __atomic_load_n(&h->header_size, __ATOMIC_RELAXED);
+    uint32_t slot_size = __atomic_load_n(&h->slot_size, __ATOMIC_RELAXED);
+    uint32_t max_cpus = __atomic_load_n(&h->max_cpus, __ATOMIC_RELAXED);
+    uint32_t ncpus = __atomic_load_n(&h->ncpus, __ATOMIC_RELAXED);
+    uint32_t nslots = __atomic_load_n(&h->nslots, __ATOMIC_RELAXED);
+    if (magic != TL_RM_MAGIC)
+        snprintf(err, errlen, "magic 0x%016llx, expected 0x%016llx", (unsigned long long)magic,
+                 (unsigned long long)TL_RM_MAGIC);
+    else if (version != TL_RM_LAYOUT_VERSION)
+        snprintf(err, errlen, "layout version %u, mapped as version %u", version, TL_RM_LAYOUT_VERSION);
+    else if (header_size != sizeof(tl_rm_header) || slot_size != sizeof(tl_rm_slot))
+        snprintf(err, errlen, "header/slot sizes %u/%u bytes, mapped as %zu/%zu", header_size, slot_size,
+                 sizeof(tl_rm_header), sizeof(tl_rm_slot));
+    else if (nslots != arena->nslots)
+        snprintf(err, errlen, "slot count %u, mapped with %u", nslots, arena->nslots);
+    else if (max_cpus != TL_RM_MAX_CPUS || ncpus == 0 || ncpus > TL_RM_MAX_CPUS)
+        snprintf(err, errlen, "CPU sets of %u bits with %u CPUs, mapped as %u bits", max_cpus, ncpus,
+                 TL_RM_MAX_CPUS);
+    else
+        return TL_RM_OK;
+    return TL_RM_ECORRUPT;
+}
+
+void tl_rm_restore_identity(tl_rm_arena *arena, const tl_rm_cpuset *cpus)
+{
+    tl_rm_header *h = arena->hdr;
+    if (!h)
+        return;
+    /* Readers that map it meanwhile see "being created", never a mix. */
+    __atomic_store_n(&h->magic, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->layout_version, TL_RM_LAYOUT_VERSION, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->header_size, (uint32_t)sizeof(tl_rm_header), __ATOMIC_RELAXED);
+    __atomic_store_n(&h->slot_size, (uint32_t)sizeof(tl_rm_slot), __ATOMIC_RELAXED);
+    __atomic_store_n(&h->nslots, arena->nslots, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->max_cpus, TL_RM_MAX_CPUS, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < TL_RM_CPU_WORDS; i++)
+        __atomic_store_n(&h->cpus.bits[i], cpus->bits[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&h->ncpus, tl_rm_cpuset_count(cpus), __ATOMIC_RELAXED);
+    __atomic_store_n(&h->magic, TL_RM_MAGIC, __ATOMIC_RELEASE);
 }
 
 /* ----------------------------------------------------------- processes */
@@ -487,7 +565,7 @@ int tl_rm_register(tl_rm_arena *arena, unsigned request, unsigned flags, uint32_
     uint64_t start = tl_rm_proc_start_time(pid);
     if (request == 0)
         request = 1;
-    for (unsigned i = 0; i < h->nslots; i++) {
+    for (unsigned i = 0; i < arena->nslots; i++) {
         tl_rm_slot *s = &arena->slots[i];
         uint32_t expected = TL_RM_SLOT_FREE;
         if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != TL_RM_SLOT_FREE)
@@ -509,7 +587,10 @@ int tl_rm_register(tl_rm_arena *arena, unsigned request, unsigned flags, uint32_
         __atomic_store_n(&s->last_team, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&s->heartbeat_ns, now, __ATOMIC_RELAXED);
         __atomic_store_n(&s->regions, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&s->arrival, __atomic_add_fetch(&h->arrivals, 1, __ATOMIC_ACQ_REL), __ATOMIC_RELAXED);
+        uint64_t arrival = __atomic_add_fetch(&h->arrivals, 1, __ATOMIC_ACQ_REL);
+        if (arrival == 0) /* 0 means "nobody" to the manager (an overwritten counter wrapped) */
+            arrival = __atomic_add_fetch(&h->arrivals, 1, __ATOMIC_ACQ_REL);
+        __atomic_store_n(&s->arrival, arrival, __ATOMIC_RELAXED);
         if (epoch0)
             *epoch0 = __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE);
         __atomic_store_n(&s->state, TL_RM_SLOT_ACTIVE, __ATOMIC_RELEASE);
@@ -522,7 +603,7 @@ int tl_rm_register(tl_rm_arena *arena, unsigned request, unsigned flags, uint32_
 
 void tl_rm_release(tl_rm_arena *arena, int slot)
 {
-    if (!arena->hdr || slot < 0 || (unsigned)slot >= arena->hdr->nslots)
+    if (!arena->hdr || slot < 0 || (unsigned)slot >= arena->nslots)
         return;
     tl_rm_slot *s = &arena->slots[slot];
     if (__atomic_load_n(&s->pid, __ATOMIC_ACQUIRE) != getpid())
@@ -546,34 +627,55 @@ uint32_t tl_rm_wait_epoch(tl_rm_slot *slot, uint32_t epoch, uint64_t timeout_ns)
     }
 }
 
-void tl_rm_read_alloc(const tl_rm_slot *slot, uint32_t *alloc, uint32_t *owned, uint32_t *epoch,
-                      tl_rm_cpuset *cpus)
+int tl_rm_read_alloc(const tl_rm_slot *slot, uint32_t *alloc, uint32_t *owned, uint32_t *epoch,
+                     tl_rm_cpuset *cpus)
 {
-    for (;;) {
+    uint64_t deadline = 0;
+    for (unsigned tries = 0;; tries++) {
         uint32_t before = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
-        if (before & 1u) {
+        if (!(before & 1u)) {
+            /* Boehm's fence-free seqlock: the data loads acquire what the
+             * writer's release stores published, so a reader that saw any
+             * new value also sees the odd sequence number written before
+             * it.  (ThreadSanitizer does not model stand-alone fences.) */
+            uint32_t a = __atomic_load_n(&slot->alloc, __ATOMIC_ACQUIRE);
+            uint32_t o = __atomic_load_n(&slot->owned, __ATOMIC_ACQUIRE);
+            uint32_t e = __atomic_load_n(&slot->epoch, __ATOMIC_ACQUIRE);
+            if (cpus)
+                for (unsigned i = 0; i < TL_RM_CPU_WORDS; i++)
+                    cpus->bits[i] = __atomic_load_n(&slot->cpus.bits[i], __ATOMIC_ACQUIRE);
+            if (__atomic_load_n(&slot->seq, __ATOMIC_RELAXED) == before) {
+                if (alloc)
+                    *alloc = a;
+                if (owned)
+                    *owned = o;
+                if (epoch)
+                    *epoch = e;
+                return 0;
+            }
+        }
+        /* A writer is half-way: spin a little, then yield to it.  A
+         * sequence number that stays odd or keeps moving (a writer that
+         * died, an overwritten slot) is given up on. */
+        if (tries < 64) {
             tl_cpu_relax();
             continue;
         }
-        /* Boehm's fence-free seqlock: the data loads acquire what the
-         * writer's release stores published, so a reader that saw any new
-         * value also sees the odd sequence number written before it.
-         * (ThreadSanitizer does not model stand-alone fences.) */
-        uint32_t a = __atomic_load_n(&slot->alloc, __ATOMIC_ACQUIRE);
-        uint32_t o = __atomic_load_n(&slot->owned, __ATOMIC_ACQUIRE);
-        uint32_t e = __atomic_load_n(&slot->epoch, __ATOMIC_ACQUIRE);
-        if (cpus)
-            for (unsigned i = 0; i < TL_RM_CPU_WORDS; i++)
-                cpus->bits[i] = __atomic_load_n(&slot->cpus.bits[i], __ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&slot->seq, __ATOMIC_RELAXED) == before) {
+        uint64_t now = tl_rm_now_ns();
+        if (!deadline) {
+            deadline = now + TL_RM_READ_PATIENCE_NS;
+        } else if (now >= deadline) {
             if (alloc)
-                *alloc = a;
+                *alloc = 0;
             if (owned)
-                *owned = o;
+                *owned = 0;
             if (epoch)
-                *epoch = e;
-            return;
+                *epoch = __atomic_load_n(&slot->epoch, __ATOMIC_ACQUIRE);
+            if (cpus)
+                tl_rm_cpuset_zero(cpus);
+            return -1;
         }
+        sched_yield();
     }
 }
 
@@ -581,7 +683,9 @@ void tl_rm_read_alloc(const tl_rm_slot *slot, uint32_t *alloc, uint32_t *owned, 
 
 static void write_alloc(tl_rm_slot *slot, uint32_t alloc, const tl_rm_cpuset *cpus)
 {
-    uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_RELAXED);
+    /* The manager is the only writer, so the number is even unless it was
+     * overwritten: writing from the even number below heals it. */
+    uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_RELAXED) & ~1u;
     __atomic_store_n(&slot->seq, seq + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&slot->alloc, alloc, __ATOMIC_RELEASE);
     __atomic_store_n(&slot->owned, tl_rm_cpuset_count(cpus), __ATOMIC_RELEASE);
@@ -597,8 +701,8 @@ int tl_rm_publish_alloc(tl_rm_slot *slot, uint32_t alloc, const tl_rm_cpuset *cp
 {
     uint32_t old_alloc;
     tl_rm_cpuset old;
-    tl_rm_read_alloc(slot, &old_alloc, NULL, NULL, &old);
-    if (!force && old_alloc == alloc && tl_rm_cpuset_equal(&old, cpus))
+    int consistent = tl_rm_read_alloc(slot, &old_alloc, NULL, NULL, &old) == 0;
+    if (!force && consistent && old_alloc == alloc && tl_rm_cpuset_equal(&old, cpus))
         return 0;
     write_alloc(slot, alloc, cpus);
     return 1;
@@ -610,15 +714,17 @@ unsigned tl_rm_reap(tl_rm_arena *arena)
     tl_rm_header *h = arena->hdr;
     tl_rm_cpuset none;
     tl_rm_cpuset_zero(&none);
-    for (unsigned i = 0; i < h->nslots; i++) {
+    for (unsigned i = 0; i < arena->nslots; i++) {
         tl_rm_slot *s = &arena->slots[i];
-        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE)
+        uint32_t expected = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+        if (expected == TL_RM_SLOT_FREE || expected == TL_RM_SLOT_CLAIMED)
             continue;
-        pid_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
-        uint64_t start = __atomic_load_n(&s->start_time, __ATOMIC_RELAXED);
-        if (tl_rm_proc_alive(pid, start))
-            continue;
-        uint32_t expected = TL_RM_SLOT_ACTIVE;
+        if (expected == TL_RM_SLOT_ACTIVE) {
+            pid_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
+            uint64_t start = __atomic_load_n(&s->start_time, __ATOMIC_RELAXED);
+            if (tl_rm_proc_alive(pid, start))
+                continue;
+        } /* else no state at all: overwritten, nobody's */
         if (__atomic_compare_exchange_n(&s->state, &expected, TL_RM_SLOT_CLAIMED, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
             write_alloc(s, 0, &none);

@@ -361,9 +361,15 @@ static int cmd_status(const options *o)
     int alive = tl_rm_manager_exists(h);
     int fresh = tl_rm_manager_fresh(h, now);
     char cpus[256];
-    tl_rm_cpuset_format(&h->cpus, cpus, sizeof cpus);
+    tl_rm_cpuset managed;
+    for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
+        managed.bits[w] = __atomic_load_n(&h->cpus.bits[w], __ATOMIC_RELAXED);
+    tl_rm_cpuset_format(&managed, cpus, sizeof cpus);
+    unsigned ncpus = tl_rm_cpuset_count(&managed);
+    /* Bounds come from the mapping as validated, never from the header. */
+    unsigned nslots = arena.nslots;
     unsigned napps = 0;
-    for (unsigned i = 0; i < h->nslots; i++)
+    for (unsigned i = 0; i < nslots; i++)
         if (__atomic_load_n(&arena.slots[i].state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE)
             napps++;
     uint32_t state = __atomic_load_n(&h->manager_state, __ATOMIC_ACQUIRE);
@@ -371,7 +377,7 @@ static int cmd_status(const options *o)
         printf("{\"arena\": ");
         json_string(o->arena);
         printf(", \"running\": %s, \"layout_version\": %u, \"nslots\": %u, \"ncpus\": %u, \"cpus\": \"%s\",\n",
-               alive ? "true" : "false", h->layout_version, h->nslots, h->ncpus, cpus);
+               alive ? "true" : "false", TL_RM_LAYOUT_VERSION, nslots, ncpus, cpus);
         printf(" \"manager\": {\"pid\": %d, \"state\": \"%s\", \"alive\": %s, \"fresh\": %s, "
                "\"heartbeat_age_ms\": %.1f, \"generation\": %u, \"policy\": \"%s\", \"quantum_ms\": %u, "
                "\"quanta\": %llu},\n",
@@ -385,8 +391,8 @@ static int cmd_status(const options *o)
                (unsigned long long)h->reclaimed, (unsigned long long)h->full);
         printf(" \"apps\": [");
     } else {
-        printf("arena %s (layout %u): %u CPUs (%s), %u of %u slots used\n", o->arena, h->layout_version, h->ncpus,
-               cpus, napps, h->nslots);
+        printf("arena %s (layout %u): %u CPUs (%s), %u of %u slots used\n", o->arena, TL_RM_LAYOUT_VERSION, ncpus,
+               cpus, napps, nslots);
         if (alive)
             printf("manager pid %d: %s, policy %s, quantum %u ms, generation %u, %llu quanta, heartbeat %.0f ms ago%s\n",
                    (int)h->manager_pid, manager_state_name(state), tl_rm_policy_name(h->policy), h->quantum_ms,
@@ -403,7 +409,7 @@ static int cmd_status(const options *o)
                    "cpus", "epoch", "regions", "last(ms)");
     }
     int first = 1;
-    for (unsigned i = 0; i < h->nslots; i++) {
+    for (unsigned i = 0; i < nslots; i++) {
         tl_rm_slot *s = &arena.slots[i];
         if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE)
             continue;
@@ -533,9 +539,11 @@ static int cmd_stop(const options *o)
     if (rc != TL_RM_OK)
         return 1;
     tl_rm_header *h = arena.hdr;
-    pid_t pid = h->manager_pid;
-    uint64_t start = h->manager_start;
-    if (!tl_rm_manager_exists(h)) {
+    /* The pid signalled is the one checked: read once. */
+    pid_t pid = __atomic_load_n(&h->manager_pid, __ATOMIC_ACQUIRE);
+    uint64_t start = __atomic_load_n(&h->manager_start, __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&h->manager_state, __ATOMIC_ACQUIRE) != TL_RM_MANAGER_RUNNING || pid <= 0 ||
+        !tl_rm_proc_alive(pid, start)) {
         printf("threadlab-rm is not running\n");
         tl_rm_close(&arena);
         return 0;
@@ -559,9 +567,18 @@ static int cmd_stop(const options *o)
 
 /* ------------------------------------------------------------- manager */
 
+/* Everything the manager decides with is its own: the arena's slot count
+ * (arena.nslots), the CPUs, the policy, the quantum and the generation are
+ * kept here and only published to the header, never read back from it (any
+ * process of the user may overwrite the header). */
 typedef struct {
     tl_rm_arena arena;
     tl_rm_cpuset machine;
+    unsigned policy;            /* in force */
+    unsigned quantum_ms;        /* in force */
+    uint32_t generation;        /* this manager's */
+    uint64_t overwritten;       /* times the header was found overwritten */
+    uint64_t overwritten_logged_ns;
     uint64_t *known_arrival;    /* occupant each slot had at the last allocation */
     uint64_t *claimed_since;    /* when a CLAIMED slot was first seen, 0 = not claimed */
     tl_rm_policy_app *apps;
@@ -574,11 +591,64 @@ typedef struct {
     int lockfd;
 } manager;
 
+/* Publishes the manager's fields of the header from its own copies. */
+static void publish_manager(manager *m)
+{
+    tl_rm_header *h = m->arena.hdr;
+    __atomic_store_n(&h->policy, m->policy, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->quantum_ms, m->quantum_ms, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->manager_pid, getpid(), __ATOMIC_RELEASE);
+    __atomic_store_n(&h->manager_start, tl_rm_proc_start_time(getpid()), __ATOMIC_RELEASE);
+    __atomic_store_n(&h->manager_heartbeat_ns, tl_rm_now_ns(), __ATOMIC_RELEASE);
+    __atomic_store_n(&h->generation, m->generation, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->quanta, m->round, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->manager_state, TL_RM_MANAGER_RUNNING, __ATOMIC_RELEASE);
+}
+
+/* Notices a header that another process overwrote (a bug, or garbage
+ * written into /dev/shm): says so in the log (at most every 10 s while it
+ * goes on), restores what the manager owns, and carries on with its own
+ * copies of every bound.  A new generation makes the programs register
+ * again (their slots may be gone). */
+static void guard_arena(manager *m, uint64_t now)
+{
+    tl_rm_header *h = m->arena.hdr;
+    char why[256];
+    int identity = tl_rm_check(&m->arena, why, sizeof why) != TL_RM_OK;
+    if (!identity) {
+        uint32_t state = __atomic_load_n(&h->manager_state, __ATOMIC_ACQUIRE);
+        int32_t pid = __atomic_load_n(&h->manager_pid, __ATOMIC_ACQUIRE);
+        uint32_t policy = __atomic_load_n(&h->policy, __ATOMIC_ACQUIRE);
+        uint32_t quantum = __atomic_load_n(&h->quantum_ms, __ATOMIC_ACQUIRE);
+        uint32_t generation = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
+        if (state == TL_RM_MANAGER_RUNNING && pid == getpid() && policy == m->policy && quantum == m->quantum_ms &&
+            generation == m->generation)
+            return;
+        snprintf(why, sizeof why, "manager fields: state %u, pid %d, policy %u, quantum %u ms, generation %u",
+                 state, (int)pid, policy, quantum, generation);
+    }
+    m->overwritten++;
+    if (m->overwritten == 1 || now - m->overwritten_logged_ns >= UINT64_C(10000000000)) {
+        logmsg("the arena %s was overwritten by another process (%s; %llu time%s): restoring its header, "
+               "carrying on with its %u slots",
+               m->arena.name, why, (unsigned long long)m->overwritten, m->overwritten == 1 ? "" : "s",
+               m->arena.nslots);
+        m->overwritten_logged_ns = now;
+    }
+    if (identity)
+        tl_rm_restore_identity(&m->arena, &m->machine);
+    m->generation++;
+    /* Nothing pending on the control channel: what is there is garbage. */
+    __atomic_store_n(&h->ctl_ack, __atomic_load_n(&h->ctl_seq, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+    __atomic_store_n(&h->ctl_lock, 0, __ATOMIC_RELEASE);
+    publish_manager(m);
+}
+
 /* Frees CLAIMED slots whose registering process died half-way. */
 static void free_stuck_claims(manager *m, uint64_t now)
 {
     tl_rm_header *h = m->arena.hdr;
-    for (unsigned i = 0; i < h->nslots; i++) {
+    for (unsigned i = 0; i < m->arena.nslots; i++) {
         tl_rm_slot *s = &m->arena.slots[i];
         if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_CLAIMED) {
             m->claimed_since[i] = 0;
@@ -617,12 +687,14 @@ static void apply_control(manager *m)
         result = EINVAL;
         logmsg("control request %u refused: policy %u, quantum %u ms", seq, policy, quantum);
     } else {
-        if (policy && policy != h->policy) {
-            logmsg("policy %s -> %s", tl_rm_policy_name(h->policy), tl_rm_policy_name(policy));
+        if (policy && policy != m->policy) {
+            logmsg("policy %s -> %s", tl_rm_policy_name(m->policy), tl_rm_policy_name(policy));
+            m->policy = policy;
             __atomic_store_n(&h->policy, policy, __ATOMIC_RELEASE);
         }
-        if (quantum && quantum != h->quantum_ms) {
-            logmsg("quantum %u ms -> %u ms", h->quantum_ms, quantum);
+        if (quantum && quantum != m->quantum_ms) {
+            logmsg("quantum %u ms -> %u ms", m->quantum_ms, quantum);
+            m->quantum_ms = quantum;
             __atomic_store_n(&h->quantum_ms, quantum, __ATOMIC_RELEASE);
         }
     }
@@ -638,7 +710,7 @@ static void schedule(manager *m, int quantum_tick)
     if (reaped)
         logmsg("freed %u slot%s of dead applications", reaped, reaped == 1 ? "" : "s");
     unsigned n = 0;
-    for (unsigned i = 0; i < h->nslots; i++) {
+    for (unsigned i = 0; i < m->arena.nslots; i++) {
         tl_rm_slot *s = &m->arena.slots[i];
         if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE) {
             m->known_arrival[i] = 0;
@@ -662,7 +734,7 @@ static void schedule(manager *m, int quantum_tick)
         m->slot_of[n] = i;
         n++;
     }
-    tl_rm_policy_compute(__atomic_load_n(&h->policy, __ATOMIC_ACQUIRE), &m->machine, m->round, m->apps, n, m->out);
+    tl_rm_policy_compute(m->policy, &m->machine, m->round, m->apps, n, m->out);
     for (unsigned j = 0; j < n; j++) {
         unsigned i = m->slot_of[j];
         tl_rm_slot *s = &m->arena.slots[i];
@@ -748,13 +820,13 @@ static int setup_arena(manager *m, const options *o, char *err, size_t errlen)
             tl_rm_close(&m->arena);
             return -1;
         }
-        if (reset || (o->nslots != TL_RM_DEFAULT_SLOTS && o->nslots != h->nslots)) {
+        if (reset || (o->nslots != TL_RM_DEFAULT_SLOTS && o->nslots != m->arena.nslots)) {
             tl_rm_close(&m->arena);
             create = 1;
             reset = 1;
         } else {
             unsigned live = 0;
-            for (unsigned i = 0; i < h->nslots; i++)
+            for (unsigned i = 0; i < m->arena.nslots; i++)
                 if (__atomic_load_n(&m->arena.slots[i].state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE)
                     live++;
             logmsg("adopting the arena %s of generation %u (%u registered slots)", o->arena, h->generation, live);
@@ -785,20 +857,27 @@ static int setup_arena(manager *m, const options *o, char *err, size_t errlen)
         logmsg("created the arena %s (%u slots, %zu bytes)", o->arena, o->nslots, m->arena.size);
     }
     tl_rm_header *h = m->arena.hdr;
-    h->cpus = m->machine;
-    h->ncpus = tl_rm_cpuset_count(&m->machine);
-    if (create || o->policy_given)
-        __atomic_store_n(&h->policy, o->policy, __ATOMIC_RELEASE);
-    if (create || o->quantum_given)
-        __atomic_store_n(&h->quantum_ms, o->quantum_ms, __ATOMIC_RELEASE);
+    for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
+        __atomic_store_n(&h->cpus.bits[w], m->machine.bits[w], __ATOMIC_RELAXED);
+    __atomic_store_n(&h->ncpus, tl_rm_cpuset_count(&m->machine), __ATOMIC_RELEASE);
+    /* An adopted arena's policy and quantum are kept when they are valid. */
+    m->policy = o->policy;
+    m->quantum_ms = o->quantum_ms;
+    if (!create && !o->policy_given) {
+        unsigned p = __atomic_load_n(&h->policy, __ATOMIC_ACQUIRE);
+        if (tl_rm_policy_parse(tl_rm_policy_name(p)))
+            m->policy = p;
+    }
+    if (!create && !o->quantum_given) {
+        unsigned q = __atomic_load_n(&h->quantum_ms, __ATOMIC_ACQUIRE);
+        if (q >= TL_RM_MIN_QUANTUM_MS && q <= TL_RM_MAX_QUANTUM_MS)
+            m->quantum_ms = q;
+    }
     __atomic_store_n(&h->ctl_ack, __atomic_load_n(&h->ctl_seq, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
     __atomic_store_n(&h->ctl_lock, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&h->manager_pid, getpid(), __ATOMIC_RELEASE);
-    __atomic_store_n(&h->manager_start, tl_rm_proc_start_time(getpid()), __ATOMIC_RELEASE);
-    __atomic_store_n(&h->manager_heartbeat_ns, tl_rm_now_ns(), __ATOMIC_RELEASE);
-    __atomic_add_fetch(&h->generation, 1, __ATOMIC_ACQ_REL);
-    __atomic_store_n(&h->quanta, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->manager_state, TL_RM_MANAGER_RUNNING, __ATOMIC_RELEASE);
+    m->generation = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE) + 1;
+    m->round = 0;
+    publish_manager(m);
     return 0;
 }
 
@@ -815,7 +894,7 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
         return -1;
     if (setup_arena(m, o, err, errlen))
         return -1;
-    unsigned n = m->arena.hdr->nslots;
+    unsigned n = m->arena.nslots; /* validated when mapped; the header's is never read again */
     m->known_arrival = calloc(n, sizeof *m->known_arrival);
     m->claimed_since = calloc(n, sizeof *m->claimed_since);
     m->apps = calloc(n, sizeof *m->apps);
@@ -859,9 +938,10 @@ static void manager_loop(manager *m)
                 continue; /* spurious */
             seen_wake = wake;
         }
+        guard_arena(m, now);
         apply_control(m);
         if (tick) {
-            uint64_t q = (uint64_t)__atomic_load_n(&h->quantum_ms, __ATOMIC_ACQUIRE) * UINT64_C(1000000);
+            uint64_t q = (uint64_t)m->quantum_ms * UINT64_C(1000000);
             next_tick += q;
             if (next_tick <= now)
                 next_tick = now + q; /* fell behind: no burst of catch-up quanta */
@@ -880,7 +960,7 @@ static void manager_shutdown(manager *m, const options *o)
     if (h) {
         __atomic_store_n(&h->manager_state, TL_RM_MANAGER_STOPPED, __ATOMIC_RELEASE);
         /* Applications waiting for an allocation stop waiting. */
-        for (unsigned i = 0; i < h->nslots; i++)
+        for (unsigned i = 0; i < m->arena.nslots; i++)
             tl_rm_futex_wake(&m->arena.slots[i].epoch, INT_MAX);
         /* A fresh start makes a fresh arena; running applications noticed
          * STOPPED and run unmanaged until they find the next one. */
@@ -977,7 +1057,7 @@ static int cmd_run(const options *o)
     char cpus[256];
     tl_rm_cpuset_format(&m.machine, cpus, sizeof cpus);
     logmsg("running: arena %s, CPUs %s, policy %s, quantum %u ms, generation %u, log %s/rm.log", o->arena, cpus,
-           tl_rm_policy_name(m.arena.hdr->policy), m.arena.hdr->quantum_ms, m.arena.hdr->generation, m.dir);
+           tl_rm_policy_name(m.policy), m.quantum_ms, m.generation, m.dir);
     if (ready[1] >= 0) {
         char msg[64];
         int len = snprintf(msg, sizeof msg, "ok %d", (int)getpid());

@@ -2,14 +2,21 @@
  * version checks (a mismatch is refused with a message, never read), the
  * creation and replacement of the object, slots claimed and released,
  * reclamation of dead applications (SIGKILL, zombie, reused pid), the
- * allocation seqlock and epoch futex, the manager's liveness. */
+ * allocation seqlock and epoch futex, the manager's liveness; an arena
+ * overwritten by another process (slot count, then 0xff everywhere) under
+ * the library, whose operations stay within the mapping and report it, and,
+ * given the daemon's path as argument, under a running threadlab-rm, which
+ * survives, says so in its log and restores the arena. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,6 +105,7 @@ static void create_open(void)
     a.hdr->layout_version = 7;
     CHECK(tl_rm_open(&b, name, err, sizeof err) == TL_RM_EVERSION);
     CHECK(strstr(err, "layout version 7") != NULL);
+    CHECK(strstr(err, name) == NULL); /* the caller names the arena, once */
     a.hdr->layout_version = TL_RM_LAYOUT_VERSION;
 
     /* A reset makes a new object; the old mapping can tell. */
@@ -280,6 +288,267 @@ static void allocations(void)
     tl_rm_unlink(name);
 }
 
+/* ------------------------------------------------- an overwritten arena */
+
+static double seconds_since(uint64_t t0)
+{
+    return (double)(tl_rm_now_ns() - t0) / 1e9;
+}
+
+static void corruption(void)
+{
+    tl_rm_cpuset cpus, one;
+    tl_rm_cpuset_parse("0-1", &cpus);
+    tl_rm_cpuset_parse("1", &one);
+    char err[512];
+    /* 37 slots fill 3 pages exactly, so the mapping ends where the object
+     * does; a guard page after it (where that address is free) makes any
+     * access past the object fault, ASan or not. */
+    enum { N = 37 };
+    long page = sysconf(_SC_PAGESIZE);
+    CHECK(tl_rm_arena_bytes(N) % 4096 == 0);
+    tl_rm_arena a, b, c;
+    CHECK(tl_rm_create(&a, name, N, &cpus, 1, err, sizeof err) == TL_RM_OK);
+    CHECK(a.nslots == N);
+    /* A hole of the arena's size just below a PROT_NONE page, where the
+     * kernel's next mapping of that size usually goes. */
+    size_t bytes = tl_rm_arena_bytes(N);
+    char *hole = mmap(NULL, bytes + (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *guard = MAP_FAILED;
+    if (hole != MAP_FAILED) {
+        munmap(hole, bytes);
+        guard = hole + bytes;
+    }
+    CHECK(tl_rm_open(&b, name, err, sizeof err) == TL_RM_OK);
+    CHECK(b.nslots == N && b.size == bytes);
+    int guarded = guard != MAP_FAILED && (char *)b.hdr + b.size == guard;
+    printf("corruption: %s\n", guarded ? "a PROT_NONE page right after the mapping" : "no guard page");
+    CHECK(tl_rm_check(&b, err, sizeof err) == TL_RM_OK);
+    for (unsigned i = 0; i + 1 < N; i++)
+        CHECK(tl_rm_register(&b, 1, 0, NULL) == (int)i);
+
+    /* Another process writes a slot count the object cannot hold. */
+    __atomic_store_n(&a.hdr->nslots, UINT32_MAX, __ATOMIC_RELEASE);
+    CHECK(tl_rm_check(&b, err, sizeof err) == TL_RM_ECORRUPT);
+    CHECK(strstr(err, "slot count 4294967295, mapped with 37") != NULL);
+    CHECK(tl_rm_register(&b, 1, 0, NULL) == N - 1); /* the last real slot */
+    CHECK(tl_rm_register(&b, 1, 0, NULL) == -1);    /* then full: never past it */
+    tl_rm_release(&b, N);                           /* out of range: ignored */
+    tl_rm_release(&b, INT_MAX);
+    CHECK(tl_rm_reap(&b) == 0);
+    CHECK(tl_rm_open(&c, name, err, sizeof err) == TL_RM_EVERSION); /* a new mapping refuses it */
+    CHECK(strstr(err, "cannot hold its 4294967295 slots") != NULL && strstr(err, name) == NULL);
+
+    /* Everything 0xff: magic, sizes, slot count, states, pids, odd seqlocks. */
+    memset(a.hdr, 0xff, a.size);
+    CHECK(tl_rm_check(&b, err, sizeof err) == TL_RM_ECORRUPT);
+    CHECK(strstr(err, "magic 0xffffffffffffffff") != NULL);
+    CHECK(tl_rm_open(&c, name, err, sizeof err) == TL_RM_EVERSION);
+    CHECK(strstr(err, "not a threadlab-rm arena") != NULL);
+    CHECK(tl_rm_register(&b, 1, 0, NULL) == -1); /* no slot is FREE */
+    uint64_t now = tl_rm_now_ns();
+    CHECK(!tl_rm_manager_fresh(b.hdr, now) && !tl_rm_manager_exists(b.hdr));
+    CHECK(tl_rm_stale_ns(b.hdr) == (2 * TL_RM_DEFAULT_QUANTUM_MS + 50) * UINT64_C(1000000)); /* quantum ignored */
+    uint32_t alloc = 7, owned = 7, epoch = 0;
+    tl_rm_cpuset got;
+    uint64_t t0 = tl_rm_now_ns();
+    CHECK(tl_rm_read_alloc(&b.slots[3], &alloc, &owned, &epoch, &got) == -1); /* seq stays odd: given up */
+    CHECK(seconds_since(t0) < 2.0);
+    CHECK(alloc == 0 && owned == 0 && epoch == UINT32_MAX && tl_rm_cpuset_count(&got) == 0);
+    CHECK(tl_rm_wait_epoch(&b.slots[3], UINT32_MAX, 1000000) == UINT32_MAX); /* bounded too */
+    /* The manager's next publication heals the seqlock. */
+    CHECK(tl_rm_publish_alloc(&b.slots[3], 1, &one, 0) == 1);
+    CHECK(b.slots[3].seq % 2 == 0);
+    CHECK(tl_rm_read_alloc(&b.slots[3], &alloc, &owned, NULL, &got) == 0);
+    CHECK(alloc == 1 && owned == 1 && tl_rm_cpuset_equal(&got, &one));
+    /* Slots in no valid state are nobody's: reaped, within the N slots. */
+    CHECK(tl_rm_reap(&b) == N);
+    int all_free = 1;
+    for (unsigned i = 0; i < N; i++)
+        all_free &= b.slots[i].state == TL_RM_SLOT_FREE && b.slots[i].seq % 2 == 0;
+    CHECK(all_free);
+
+    /* The manager restores the identity: every view agrees again. */
+    tl_rm_restore_identity(&b, &cpus);
+    CHECK(tl_rm_check(&b, err, sizeof err) == TL_RM_OK);
+    CHECK(tl_rm_check(&a, err, sizeof err) == TL_RM_OK);
+    CHECK(tl_rm_open(&c, name, err, sizeof err) == TL_RM_OK);
+    CHECK(c.nslots == N && c.hdr->ncpus == 2);
+    tl_rm_close(&c);
+    int s0 = tl_rm_register(&b, 2, 0, NULL);
+    CHECK(s0 == 0 && b.slots[0].arrival != 0); /* the wrapped arrival counter skips 0 */
+
+    /* A mapping of a smaller object than the header claims never sees more. */
+    CHECK(tl_rm_create(&c, name, 2, &cpus, 1, err, sizeof err) == TL_RM_OK);
+    __atomic_store_n(&c.hdr->nslots, 3, __ATOMIC_RELEASE);
+    tl_rm_arena d;
+    CHECK(tl_rm_open(&d, name, err, sizeof err) == TL_RM_EVERSION);
+    __atomic_store_n(&c.hdr->nslots, 2, __ATOMIC_RELEASE);
+    CHECK(tl_rm_open(&d, name, err, sizeof err) == TL_RM_OK && d.nslots == 2);
+    __atomic_store_n(&c.hdr->nslots, TL_RM_MAX_SLOTS, __ATOMIC_RELEASE);
+    CHECK(tl_rm_register(&d, 1, 0, NULL) == 0 && tl_rm_register(&d, 1, 0, NULL) == 1);
+    CHECK(tl_rm_register(&d, 1, 0, NULL) == -1);
+    tl_rm_close(&d);
+    tl_rm_close(&c);
+
+    tl_rm_close(&b);
+    if (guard != MAP_FAILED)
+        munmap(guard, (size_t)page);
+    tl_rm_close(&a);
+    tl_rm_unlink(name);
+}
+
+/* The daemon under test, once waited for (never signalled after that: its
+ * pid may be another process's by then). */
+static int daemon_reaped, daemon_status;
+
+static int daemon_gone(pid_t d)
+{
+    if (!daemon_reaped && waitpid(d, &daemon_status, WNOHANG) == d)
+        daemon_reaped = 1;
+    return daemon_reaped;
+}
+
+/* Waits until the manager d has restored the arena (identity as mapped,
+ * its own manager fields, a generation past `before`); 0 when it died or
+ * did not within 10 s. */
+static int restored(const tl_rm_arena *a, pid_t d, uint32_t before)
+{
+    char err[256];
+    uint64_t t0 = tl_rm_now_ns();
+    while (seconds_since(t0) < 10.0) {
+        if (daemon_gone(d))
+            return 0;
+        const tl_rm_header *h = a->hdr;
+        uint32_t generation = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
+        if (tl_rm_check(a, err, sizeof err) == TL_RM_OK &&
+            __atomic_load_n(&h->manager_state, __ATOMIC_ACQUIRE) == TL_RM_MANAGER_RUNNING &&
+            __atomic_load_n(&h->manager_pid, __ATOMIC_ACQUIRE) == d && generation != before &&
+            generation != UINT32_MAX)
+            return 1;
+        usleep(5000);
+    }
+    return 0;
+}
+
+static int file_has(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[2048];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, text) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* A running threadlab-rm whose arena another process overwrites. */
+static void daemon_survives(const char *rm)
+{
+    char dir[] = "/tmp/threadlab-rm-test-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char arena[128], log[600], err[512];
+    snprintf(arena, sizeof arena, "/threadlab-rm-test-daemon-%d", (int)getpid());
+    snprintf(log, sizeof log, "%s/rm.log", dir);
+    tl_rm_unlink(arena);
+    setenv(TL_RM_ENV_DIR, dir, 1);
+    setenv(TL_RM_ENV_ARENA, arena, 1);
+    pid_t d = fork();
+    if (d == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            dup2(null, 1);
+        execl(rm, rm, "--foreground", "--quantum-ms", "10", "--slots", "8", (char *)NULL);
+        _exit(127);
+    }
+    CHECK(d > 0);
+    tl_rm_arena a;
+    int up = 0;
+    uint64_t t0 = tl_rm_now_ns();
+    while (!up && d > 0 && seconds_since(t0) < 20.0 && !daemon_gone(d)) {
+        if (tl_rm_open(&a, arena, err, sizeof err) == TL_RM_OK) {
+            up = tl_rm_manager_fresh(a.hdr, tl_rm_now_ns()) && a.hdr->manager_pid == d;
+            if (!up)
+                tl_rm_close(&a);
+        }
+        if (!up)
+            usleep(10000);
+    }
+    CHECK(up);
+    if (up) {
+        CHECK(a.nslots == 8);
+        uint32_t e0;
+        int slot = tl_rm_register(&a, 2, 0, &e0);
+        CHECK(slot == 0);
+        if (slot >= 0)
+            CHECK(tl_rm_wait_epoch(&a.slots[slot], e0, UINT64_C(5000000000)) != e0); /* it answers */
+
+        /* The slot count alone: a manager trusting it would run off its
+         * arrays and the mapping. */
+        uint32_t before = a.hdr->generation;
+        __atomic_store_n(&a.hdr->nslots, UINT32_MAX, __ATOMIC_RELEASE);
+        tl_rm_wake_manager(a.hdr);
+        CHECK(restored(&a, d, before));
+
+        /* Everything 0xff (what made the daemon die). */
+        before = a.hdr->generation;
+        memset(a.hdr, 0xff, a.size);
+        CHECK(restored(&a, d, before));
+        /* The overwritten slots are freed, and a newcomer is managed. */
+        int all_free = 0;
+        t0 = tl_rm_now_ns();
+        while (!all_free && seconds_since(t0) < 10.0) {
+            all_free = 1;
+            for (unsigned i = 0; i < a.nslots; i++)
+                all_free &= __atomic_load_n(&a.slots[i].state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_FREE;
+            if (!all_free)
+                usleep(5000);
+        }
+        CHECK(all_free);
+        slot = tl_rm_register(&a, 2, 0, &e0);
+        CHECK(slot == 0);
+        if (slot >= 0) {
+            CHECK(tl_rm_wait_epoch(&a.slots[slot], e0, UINT64_C(5000000000)) != e0);
+            uint32_t alloc = 0;
+            CHECK(tl_rm_read_alloc(&a.slots[slot], &alloc, NULL, NULL, NULL) == 0 && alloc >= 1);
+        }
+        CHECK(!daemon_gone(d)); /* alive */
+        CHECK(file_has(log, "was overwritten by another process"));
+        CHECK(file_has(log, "carrying on with its 8 slots"));
+        if (!daemon_gone(d))
+            printf("daemon: threadlab-rm (pid %d) survived its arena overwritten twice\n", (int)d);
+        tl_rm_close(&a);
+    }
+    if (d > 0) {
+        if (!daemon_gone(d)) {
+            kill(d, SIGTERM);
+            CHECK(waitpid(d, &daemon_status, 0) == d);
+        }
+        int status = daemon_status;
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+            fprintf(stderr, "threadlab-rm: status 0x%x; its log:\n", status);
+            char cmd[700];
+            snprintf(cmd, sizeof cmd, "cat %s >&2", log);
+            if (system(cmd) != 0)
+                fprintf(stderr, "(no log)\n");
+        }
+    }
+    CHECK(file_has(log, "stopping (SIGTERM)"));
+    tl_rm_unlink(arena);
+    char path[700];
+    const char *files[] = {"rm.log", "rm.pid", "rm.lock"};
+    for (unsigned i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    unsetenv(TL_RM_ENV_DIR);
+    unsetenv(TL_RM_ENV_ARENA);
+}
+
 static void environment(void)
 {
     char buf[512], err[256];
@@ -319,7 +588,7 @@ static void environment(void)
     CHECK(!tl_rm_proc_alive(-1, 1));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     snprintf(name, sizeof name, "/threadlab-rm-test-%d", (int)getpid());
     tl_rm_unlink(name);
@@ -328,6 +597,11 @@ int main(void)
     create_open();
     slots();
     allocations();
+    corruption();
+    if (argc > 1)
+        daemon_survives(argv[1]); /* ctest passes threadlab-rm's path */
+    else
+        printf("test_rm_arena: no threadlab-rm path given: the daemon test is skipped\n");
     environment();
     tl_rm_unlink(name);
     return check_report("test_rm_arena");

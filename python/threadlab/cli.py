@@ -29,6 +29,7 @@ from threadlab.listing import render_catalog, render_run_header, render_runs
 from threadlab.native import NATIVE_DEFAULTS, PLACEMENTS, BenchmarkInfo, PointOptions
 from threadlab.progress import Progress
 from threadlab.store import NoStore, Store, default_db_path, user_data_db_path, validate_run_name
+from threadlab import rm_cli
 from threadlab.study import cli as study_cli
 from threadlab.table import make_console, render_results
 from threadlab.units import format_duration
@@ -38,8 +39,9 @@ DEFAULT_TIMEOUT_S = 120.0
 QUICK_TIMEOUT_S = 30.0
 # Default time limit of one point per suite (normal, --quick) where it
 # differs from the above: a JVM point of the seed's method (31 single shots
-# of 100,000 platform threads, plus JVM start-up) takes minutes.
-SUITE_TIMEOUTS_S: dict[str, tuple[float, float]] = {"jvm": (1800.0, 300.0), "go": (600.0, 120.0)}
+# of 100,000 platform threads, plus JVM start-up) takes minutes; a models
+# point of the process model forks up to 100,000 processes per sample.
+SUITE_TIMEOUTS_S: dict[str, tuple[float, float]] = {"jvm": (1800.0, 300.0), "go": (600.0, 120.0), "models": (600.0, 120.0)}
 DEFAULT_RUNS_LIMIT = 20
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -187,6 +189,7 @@ def build_parser() -> ArgumentParser:
     _add_compare(commands, common)
     _add_import(commands, common)
     study_cli.add_parser(commands, common)  # threadlab study apps (docs/commands/study.md)
+    rm_cli.add_parsers(commands, common)  # threadlab rm ..., threadlab omp run (docs/commands/rm.md, omp.md)
     _add_export(commands, common)
     _add_report(commands, common)
     return parser
@@ -917,7 +920,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.argv = arguments
         if not getattr(args, "handler", None):
             raise UserError(
-                "a command is required: bench, list, runs, show, crosscheck, compare, import, export, report or study "
+                "a command is required: bench, list, runs, show, crosscheck, compare, import, export, report, study, rm "
+                "or omp "
                 f"(see `{PROG} --help`)"
             )
         return int(args.handler(args))

@@ -10,6 +10,13 @@
  * offsets, and every reader refuses a mismatch of magic, version, header
  * size, slot size or object size with a message naming both sides.
  *
+ * Anything in the arena may be overwritten at any time by any process of
+ * the user (a bug, or on purpose), so no value read from it bounds an index
+ * or a copy: the slot count is captured once, when the arena is created or
+ * mapped and validated, into the process's own tl_rm_arena (nslots), and
+ * every loop over the slots uses that private copy.  tl_rm_check() reports
+ * a header that no longer matches it.
+ *
  * Who writes what:
  *   header identity     the manager, once, at creation (magic last)
  *   header manager_*    the manager (heartbeat every quantum)
@@ -84,6 +91,7 @@ enum {
     TL_RM_EINIT = 3,    /* being created (magic not yet written) */
     TL_RM_ESYS = 4,     /* a system call failed (err says which) */
     TL_RM_EBUSY = 5,    /* another manager runs on this arena */
+    TL_RM_ECORRUPT = 6, /* tl_rm_check: the header was overwritten since mapped */
 };
 
 /* --------------------------------------------------------------- layout */
@@ -168,11 +176,15 @@ typedef struct {
     tl_rm_cpuset cpus;       /* CPUs owned */
 } tl_rm_slot;
 
-/* A mapped arena. */
+/* A mapped arena: the process's own handle.  Its fields are private
+ * copies taken when the arena was created or mapped and validated; they
+ * bound every index into the mapping and are never re-read from the
+ * (shared, writable by anyone) header. */
 typedef struct {
     tl_rm_header *hdr;
-    tl_rm_slot *slots;
-    size_t size;
+    tl_rm_slot *slots;       /* slots[0 .. nslots-1] */
+    unsigned nslots;         /* the slot count validated against the object's size */
+    size_t size;             /* bytes mapped */
     int fd;
     uint64_t dev, ino;       /* identity of the shm object */
     char name[256];
@@ -267,11 +279,14 @@ int tl_rm_runtime_dir(char *buf, size_t len, int create, char *err, size_t errle
 size_t tl_rm_arena_bytes(unsigned nslots);
 
 /* Checks a mapped object of `size` bytes: TL_RM_OK, TL_RM_EINIT (magic not
- * written yet) or TL_RM_EVERSION, with the difference in err. */
+ * written yet) or TL_RM_EVERSION, with the difference in err.  Every field
+ * is read once (another process may be writing it). */
 int tl_rm_validate(const void *mem, size_t size, char *err, size_t errlen);
 
 /* Maps an existing arena (read-write: applications and the manager write
- * it).  TL_RM_OK, or an error code with a message in err. */
+ * it) and captures its validated slot count in arena->nslots.  TL_RM_OK, or
+ * an error code with a message in err (the reason, without the arena's
+ * name, for TL_RM_EVERSION and TL_RM_EINIT: callers name it). */
 int tl_rm_open(tl_rm_arena *arena, const char *name, char *err, size_t errlen);
 /* Creates a fresh arena for the manager: nslots slots, the given CPUs.
  * An existing object is replaced only with `reset`; without it the result
@@ -284,6 +299,14 @@ int tl_rm_unlink(const char *name);
 /* 1 when `name` now designates another object than the one mapped (the
  * manager was reset or restarted on a fresh arena), or none at all. */
 int tl_rm_replaced(const tl_rm_arena *arena);
+/* Compares the header's identity (magic, version, sizes, CPU set width,
+ * slot count) with what was validated when the arena was mapped: TL_RM_OK,
+ * or TL_RM_ECORRUPT with what differs in err.  The handle's private copies
+ * keep every operation in bounds either way; this only reports. */
+int tl_rm_check(const tl_rm_arena *arena, char *err, size_t errlen);
+/* The manager: rewrites the header's identity from the handle's private
+ * copies and the managed CPUs (magic cleared first, written last). */
+void tl_rm_restore_identity(tl_rm_arena *arena, const tl_rm_cpuset *cpus);
 
 /* ------------------------------------------------------------ processes */
 
@@ -323,18 +346,25 @@ void tl_rm_wake_manager(tl_rm_header *hdr);
 /* Waits until the slot's epoch differs from `epoch` or timeout_ns passes;
  * returns the epoch seen. */
 uint32_t tl_rm_wait_epoch(tl_rm_slot *slot, uint32_t epoch, uint64_t timeout_ns);
-/* A consistent copy of the manager's part of a slot. */
-void tl_rm_read_alloc(const tl_rm_slot *slot, uint32_t *alloc, uint32_t *owned, uint32_t *epoch,
-                      tl_rm_cpuset *cpus);
+/* A consistent copy of the manager's part of a slot: 0.  A sequence number
+ * that stays odd or keeps moving (a writer stopped half-way, an overwritten
+ * slot) is waited for at most TL_RM_READ_PATIENCE_NS: then -1, with alloc,
+ * owned and cpus zero (the epoch as read). */
+#define TL_RM_READ_PATIENCE_NS UINT64_C(50000000)
+int tl_rm_read_alloc(const tl_rm_slot *slot, uint32_t *alloc, uint32_t *owned, uint32_t *epoch,
+                     tl_rm_cpuset *cpus);
 
 /* ------------------------------------------------------------- manager */
 
 /* Writes a new allocation into a slot (seqlock, epoch+1, futex wake) when
  * it differs from the current one, or always with force (a new occupant
- * waits for the epoch to move); returns 1 when it wrote. */
+ * waits for the epoch to move) or when the slot cannot be read consistently
+ * (the write makes its sequence number even again); returns 1 when it
+ * wrote. */
 int tl_rm_publish_alloc(tl_rm_slot *slot, uint32_t alloc, const tl_rm_cpuset *cpus, int force);
 /* Frees the slots of applications that no longer exist (dead, zombie, or
- * pid reused); returns how many were freed. */
+ * pid reused), and slots whose state is no TL_RM_SLOT_* (overwritten);
+ * returns how many were freed. */
 unsigned tl_rm_reap(tl_rm_arena *arena);
 
 /* ---------------------------------------------------------- futex words */

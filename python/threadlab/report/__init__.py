@@ -415,6 +415,40 @@ def study_section(maker: FigureMaker, run: RunInfo, records: Sequence[Mapping[st
     return "".join(parts)
 
 
+def multiprog_section(maker: FigureMaker, run: RunInfo, records: Sequence[Mapping[str, Any]]) -> str:
+    """`threadlab study multiprog`: per kernel, the mean turnaround against
+    the degree for every baseline on a log scale (the seed's Fig. 3)."""
+    from threadlab.study import tables_multiprog
+
+    data = tables_multiprog.collect(records)
+    if not data.degrees:
+        return ""
+    parts = [f"<h3>{html.e(run.label)}: multiprogrammed workloads</h3>"]
+    for app in data.apps:
+        lines = []
+        for baseline in data.baselines:
+            points = [(k, data.get("turnaround", app, baseline, k)) for k in data.degrees]
+            points = [(k, r) for k, r in points if r is not None and r["status"] == "ok" and r["samples"]]
+            if not points:
+                continue
+            means = [sum(r["samples"]) / len(r["samples"]) for _, r in points]
+            intervals = [stats.mean_ci(r["samples"]) for _, r in points]
+            lines.append(fig.TurnaroundLine(baseline, [k for k, _ in points], means,
+                                            [i.low if i else None for i in intervals],
+                                            [i.high if i else None for i in intervals]))
+        if not lines:
+            continue
+        alone = data.alone(app)
+        linear = sum(alone["samples"]) / len(alone["samples"]) if alone else None
+        rendered = fig.turnaround_figure(maker.name(f"run{run.id}-multiprog-{app}"),
+                                         f"{app}: mean turnaround per degree", lines, linear, maker.out_dir)
+        rendered.caption = (f"{run.label}: mean turnaround of the instances of k simultaneous instances, each "
+                            "asking for every CPU, per baseline, with the 95% Student t interval across experiments; "
+                            "log time axis (as the seed's Fig. 3); dashed: k × the dedicated time.")
+        parts.append(maker.html(rendered))
+    return "".join(parts)
+
+
 # ------------------------------------------------------------- first screen
 
 
@@ -533,7 +567,7 @@ def build_page(runs: Sequence[tuple[RunInfo, list[dict[str, Any]]]], out_dir: Pa
         if ecdfs:
             ecdf_parts.append(heading)
             ecdf_parts += ecdfs
-        study = study_section(maker, run, records)
+        study = study_section(maker, run, records) + multiprog_section(maker, run, records)
         if study:
             study_parts.append(study)
     body.append('<h2 id="results">Results by benchmark family</h2>')
@@ -546,7 +580,7 @@ def build_page(runs: Sequence[tuple[RunInfo, list[dict[str, Any]]]], out_dir: Pa
     body += ecdf_parts or ['<p class="lede">No hand-off or switch benchmark with enough timings for a distribution.</p>']
     if study_parts:
         nav.append(("studies", "Studies"))
-        body.append('<h2 id="studies">Studies: speedup</h2>')
+        body.append('<h2 id="studies">Studies: speedup and turnaround</h2>')
         body += study_parts
     # -- environment
     nav.append(("environment", "Environment"))

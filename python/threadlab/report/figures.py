@@ -268,3 +268,49 @@ def speedup_figure(name: str, title: str, lines: Sequence[SpeedupLine], out_dir:
     ax.legend(fontsize=7, frameon=False, loc="upper left")
     return _render(figure, name, title, out_dir)
 
+
+
+# ------------------------------------------------------------- turnaround
+
+
+@dataclass
+class TurnaroundLine:
+    label: str
+    degrees: list[int]
+    seconds: list[float]
+    low: list[float | None]
+    high: list[float | None]
+
+
+def turnaround_figure(name: str, title: str, lines: Sequence[TurnaroundLine], linear: float | None,
+                      out_dir: Path) -> RenderedFigure:
+    """Mean turnaround against the multiprogramming degree, one line per
+    baseline with its 95% interval, on a log time axis (the seed's Fig. 3);
+    dashed: k x the dedicated time (turnaround linear in the degree)."""
+    figure = Figure(figsize=(6.5, 3.8))
+    ax = figure.add_subplot()
+    _style(ax)
+    ax.grid(axis="y", color="#dddddd", linewidth=0.6, which="both")
+    degrees = sorted({k for line in lines for k in line.degrees})
+    if linear and degrees:
+        ax.plot(degrees, [linear * k for k in degrees], "--", color="#999999", linewidth=1,
+                label="linear: k × dedicated time")
+    for index, line in enumerate(lines):
+        colour = PALETTE[index % len(PALETTE)]
+        # A t interval of few runs can reach below zero: the bar runs off the axis.
+        lower = [s - lo if lo is not None else 0.0 for s, lo in zip(line.seconds, line.low)]
+        upper = [(hi - s) if hi is not None else 0.0 for s, hi in zip(line.seconds, line.high)]
+        ax.errorbar(line.degrees, line.seconds, yerr=[lower, upper], color=colour, marker="o", markersize=4,
+                    capsize=3, linewidth=1.4, label=line.label)
+    ax.set_yscale("log", nonpositive="clip")
+    means = [v for line in lines for v in line.seconds if v > 0]
+    if means:
+        tops = [h for line in lines for h in line.high if h is not None and h > 0] + means
+        ax.set_ylim(min(means) / 3, max(tops) * 1.5)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(degrees, labels=[str(k) for k in degrees])
+    ax.set_xlabel("multiprogramming degree k (instances at once)", fontsize=8)
+    ax.set_ylabel("mean turnaround (s, log scale, 95% CI)", fontsize=8)
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.legend(fontsize=7, frameon=False, loc="upper left")
+    return _render(figure, name, title, out_dir)

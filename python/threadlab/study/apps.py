@@ -413,6 +413,19 @@ class Job:
     run: int  # 0-based run index within the cell
 
 
+def interleaved_jobs(cells: Sequence[int], runs: int, seed: int) -> list[Job]:
+    """`runs` jobs of every cell, shuffled with a generator seeded by
+    `seed`; within a cell the runs are numbered in the order they are done."""
+    jobs = [Job(cell, run) for cell in cells for run in range(runs)]
+    random.Random(seed).shuffle(jobs)
+    order: dict[int, int] = {}
+    numbered = []
+    for job in jobs:
+        numbered.append(Job(job.cell, order.get(job.cell, 0)))
+        order[job.cell] = order.get(job.cell, 0) + 1
+    return numbered
+
+
 @dataclass
 class Plan:
     kernels: list[KernelInfo]
@@ -565,14 +578,7 @@ def make_plan(
                         f"{len(cpus)} (CPUs {','.join(map(str, cpus))})"
                     )
                 cells.append(Cell(len(cells), scenario, info, count, chosen_sizes[info.name], program, reason))
-    jobs = [Job(cell.index, run) for cell in cells if cell.unsupported is None for run in range(runs)]
-    random.Random(seed).shuffle(jobs)
-    # Within a cell the runs keep their numbers in the order they are done.
-    order: dict[int, int] = {}
-    numbered = []
-    for job in jobs:
-        numbered.append(Job(job.cell, order.get(job.cell, 0)))
-        order[job.cell] = order.get(job.cell, 0) + 1
+    numbered = interleaved_jobs([cell.index for cell in cells if cell.unsupported is None], runs, seed)
     timeout = timeout_s or (PAPER_TIMEOUT_S if paper else QUICK_TIMEOUT_S if quick else DEFAULT_TIMEOUT_S)
     return Plan(
         kernels=infos, threads=threads, runs=runs, seed=seed, design=design, levels=chosen, sizes=chosen_sizes,
@@ -753,46 +759,68 @@ def run_study(
     cells that cannot run are recorded first.  Ctrl-C/SIGTERM: the run in
     progress is killed, every cell with at least one run is recorded with
     what it has, and the study stops."""
+    return drive(plan.cells, plan.jobs, lambda cell, stop: run_once(cell, plan.timeout_s, stop, extra_args),
+                 record_outcome, lambda cell: cell_records(cell, plan), on_record, progress,
+                 unsupported=lambda cell: bool(cell.unsupported))
+
+
+def drive(
+    cells: Sequence[Any],
+    jobs: Sequence[Job],
+    run_one: Callable[[Any, StopRequest], Any],
+    record_one: Callable[[Any, Any], None],
+    make_records: Callable[[Any], list[dict[str, Any]]],
+    on_record: Callable[[Any, dict[str, Any]], None],
+    progress: StudyProgress,
+    unsupported: Callable[[Any], bool] = lambda cell: False,
+) -> StudyResult:
+    """The loop of a study (apps, multiprog): runs every job in order with
+    run_one(cell, stop) (None: a stop was requested), adds its outcome to
+    the cell with record_one, and hands the cell's records (make_records)
+    to on_record as soon as its last job is done; unsupported cells are
+    recorded first and their jobs skipped.  Ctrl-C/SIGTERM: run_one kills
+    what runs, every cell with a finished job is recorded with what it
+    has, and the study stops.  A cell has `index`, `emitted`, `runs_done`."""
     records: list[dict[str, Any]] = []
 
-    def emit(cell: Cell) -> None:
+    def emit(cell: Any) -> None:
         if cell.emitted:
             return
         cell.emitted = True
-        for record in cell_records(cell, plan):
+        for record in make_records(cell):
             on_record(cell, record)
             records.append(record)
 
-    for cell in plan.cells:
-        if cell.unsupported:
+    for cell in cells:
+        if unsupported(cell):
             emit(cell)
-    remaining = {cell.index: 0 for cell in plan.cells}
-    for job in plan.jobs:
+    remaining = {cell.index: 0 for cell in cells}
+    for job in jobs:
         remaining[job.cell] += 1
     stop = StopRequest()
     restore = stop.install()
     done = 0
     try:
-        for job in plan.jobs:
+        for job in jobs:
             if stop.requested:
                 break
-            cell = plan.cells[job.cell]
-            if cell.unsupported:  # found out by an earlier run
+            cell = cells[job.cell]
+            if unsupported(cell):  # found out by an earlier run
                 continue
-            outcome = run_once(cell, plan.timeout_s, stop, extra_args)
+            outcome = run_one(cell, stop)
             if outcome is None:
                 break
-            record_outcome(cell, outcome)
+            record_one(cell, outcome)
             done += 1
             remaining[job.cell] -= 1
             progress.run_done(cell, outcome)
-            if remaining[job.cell] == 0 or cell.unsupported:
+            if remaining[job.cell] == 0 or unsupported(cell):
                 emit(cell)
     finally:
         restore()
         # Interrupted (or a second Ctrl-C): keep every cell that measured something.
-        for cell in plan.cells:
-            if not cell.emitted and (cell.runs_done or cell.unsupported):
+        for cell in cells:
+            if not cell.emitted and (cell.runs_done or unsupported(cell)):
                 emit(cell)
     return StudyResult(records, stop.signal, done)
 

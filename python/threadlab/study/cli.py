@@ -16,10 +16,10 @@ from typing import Any, Sequence
 
 from threadlab import __version__, environment, native, schema
 from threadlab.errors import ThreadlabError, UserError
-from threadlab.study import apps, tables
+from threadlab.study import apps, multiprog, tables, tables_multiprog
 from threadlab.units import format_duration
 
-STUDIES = ("apps",)
+STUDIES = ("apps", "multiprog")
 
 
 def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -27,10 +27,11 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     from threadlab import cli
 
     study = commands.add_parser(
-        "study", parents=[common], help="run a study: a matrix of scenarios, many runs each (apps)",
+        "study", parents=[common], help="run a study: a matrix of scenarios, many runs each (apps, multiprog)",
         description="Run a study: an experiment over a matrix of scenarios, stored as a run.",
         epilog="Studies: apps (seed 000: four multithreaded kernels over thread platforms, architectures, "
-        "priorities and affinities). See docs/commands/study.md.",
+        "priorities and affinities); multiprog (seed 004: several OpenMP programs at once, under the resource "
+        "manager and under libgomp's own settings). See docs/commands/study.md.",
     )
     study.set_defaults(handler=_no_study)
     studies = study.add_subparsers(dest="study", metavar="STUDY", parser_class=cli.ArgumentParser)
@@ -71,16 +72,90 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
                    "operations, 1e9 pi terms, 1e8 trapezoids): long")
     a.add_argument("--size", type=apps.parse_sizes, metavar="K=N,...",
                    help="problem sizes of some kernels, e.g. mips=4e8,pi=1e8 (MIPS and MFLOPS: a multiple of 4)")
-    a.add_argument("--seed", type=cli.number("--seed", int, 0, 2**32 - 1), metavar="N",
-                   help="seed of the run order (default: random, recorded with the run)")
-    a.add_argument("--timeout", type=cli.number("--timeout", float, 1, 86400, "seconds"), metavar="S",
-                   help=f"a run taking longer is killed and counted as failed (default {apps.DEFAULT_TIMEOUT_S:g} s, "
-                   f"{apps.QUICK_TIMEOUT_S:g} s with --quick, {apps.PAPER_TIMEOUT_S:g} s with --paper)")
-    a.add_argument("--name", metavar="NAME", help="a name for the run, usable wherever a RUN is asked")
-    a.add_argument("--json", action="store_true",
-                   help="print the speedups as JSON Lines on stdout instead of the tables")
-    a.add_argument("--quiet", "-q", action="store_true", help="no progress or warnings on stderr")
-    a.add_argument("--dry-run", action="store_true", help="print the scenarios and one command per cell, and stop")
+    _add_run_options(
+        a, order="run", timeout=f"a run taking longer is killed and counted as failed (default "
+        f"{apps.DEFAULT_TIMEOUT_S:g} s, {apps.QUICK_TIMEOUT_S:g} s with --quick, {apps.PAPER_TIMEOUT_S:g} s with --paper)",
+        json_what="the speedups", dry_run="print the scenarios and one command per cell, and stop")
+    _add_multiprog(studies, common)
+
+
+def _add_multiprog(studies: Any, common: argparse.ArgumentParser) -> None:
+    from threadlab import cli
+
+    m = studies.add_parser(
+        "multiprog", parents=[common], help="OpenMP programs sharing the CPUs: the manager against libgomp (seed 004)",
+        description="Workloads of k instances of one NAS-like OpenMP kernel (threadlab-npb: ep, cg, mg, sp), "
+        "started at once (or --stagger'ed), each asking for every CPU, under five baselines: rm (threadlab-rm, a "
+        "private manager per experiment, and the libgomp shim), gomp (plain libgomp defaults), passive "
+        "(OMP_WAIT_POLICY=passive), dynamic (OMP_DYNAMIC=true), static (each instance bound to its share of the "
+        "CPUs, OMP_NUM_THREADS = its size); plus dedicated runs of one instance on 1..N CPUs (rm and gomp). "
+        "Measures each instance's turnaround (start to exit), context switches and team sizes, and each "
+        "workload's maximum turnaround and makespan; every instance must verify its result. All experiments run "
+        "in a seeded random order. Prints the seed's Table 1 (dedicated) and Table 2 (mean turnaround per "
+        "baseline and degree, 95% CI across runs), the ratios to gomp and the slowdowns; stores the run "
+        "(show, compare and report work on it; report draws the log-scale turnaround figure).",
+        epilog="exit status: 0 every instance verified, 1 an experiment failed or an instance did not verify, "
+        "2 bad usage, 130 interrupted by Ctrl-C (the finished cells are kept). See docs/study-multiprog.md.",
+    )
+    m.set_defaults(handler=cmd_multiprog)
+    m.add_argument("--apps", type=multiprog.parse_apps, metavar="LIST",
+                   help=f"kernels, comma-separated from {', '.join(multiprog.APPS)} (default: all)")
+    m.add_argument("--degree", type=multiprog.parse_degrees, metavar="LIST",
+                   help=f"multiprogramming degrees (instances at once), 1..{multiprog.MAX_DEGREE}, e.g. 1,2,4,8 or "
+                   f"1-4 (default {','.join(map(str, multiprog.DEFAULT_DEGREES))}, the seed's; "
+                   f"{','.join(map(str, multiprog.QUICK_DEGREES))} with --quick)")
+    m.add_argument("--baselines", type=multiprog.parse_baselines, metavar="LIST",
+                   help=f"baselines, comma-separated from {', '.join(multiprog.BASELINES)} (default: all)")
+    m.add_argument("--runs", type=cli.number("--runs", int, 1, 1000), metavar="N",
+                   help=f"experiments per cell, 1..1000 (default {multiprog.DEFAULT_RUNS}, the seed's; "
+                   f"{multiprog.QUICK_RUNS} with --quick)")
+    m.add_argument("--stagger", type=cli.number("--stagger", float, 0, multiprog.MAX_STAGGER_S, "seconds"),
+                   metavar="SECONDS", help="start instance i at i x SECONDS instead of all at once (default 0)")
+    m.add_argument("--size", type=multiprog.parse_size, metavar="S",
+                   help=f"kernel size, one of {', '.join(multiprog.SIZES)} (default {multiprog.DEFAULT_SIZE}, like NAS "
+                   f"class W; {multiprog.QUICK_SIZE} with --quick)")
+    m.add_argument("--no-dedicated", action="store_true", help="skip the dedicated runs (Table 1)")
+    m.add_argument("--policy", type=_rm_policy, metavar="P",
+                   help=f"the manager's policy under rm: {', '.join(rm_policies())} (default "
+                   f"{multiprog.DEFAULT_POLICY}, the seed's time-sharing space sharing)")
+    m.add_argument("--quantum-ms", type=cli.number("--quantum-ms", int, 1, 60000, "milliseconds"), metavar="MS",
+                   help=f"the manager's quantum (default {multiprog.DEFAULT_QUANTUM_MS}; the seed used 120)")
+    m.add_argument("--quick", action="store_true",
+                   help=f"size {multiprog.QUICK_SIZE}, degrees {','.join(map(str, multiprog.QUICK_DEGREES))}, "
+                   f"{multiprog.QUICK_RUNS} runs (well under a minute on two CPUs)")
+    _add_run_options(
+        m, order="experiment", timeout=f"an experiment taking longer is killed and counted as failed (default "
+        f"{multiprog.DEFAULT_TIMEOUT_S:g} s, {multiprog.QUICK_TIMEOUT_S:g} s with --quick)",
+        json_what="the multiprogrammed cells", dry_run="print each cell's instances and environment, and stop")
+
+
+def _add_run_options(parser: argparse.ArgumentParser, *, order: str, timeout: str, json_what: str,
+                     dry_run: str) -> None:
+    """The options every study has: --seed, --timeout, --name, --json,
+    --quiet, --dry-run."""
+    from threadlab import cli
+
+    parser.add_argument("--seed", type=cli.number("--seed", int, 0, 2**32 - 1), metavar="N",
+                        help=f"seed of the {order} order (default: random, recorded with the run)")
+    parser.add_argument("--timeout", type=cli.number("--timeout", float, 1, 86400, "seconds"), metavar="S",
+                        help=timeout)
+    parser.add_argument("--name", metavar="NAME", help="a name for the run, usable wherever a RUN is asked")
+    parser.add_argument("--json", action="store_true",
+                        help=f"print {json_what} as JSON Lines on stdout instead of the tables")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress or warnings on stderr")
+    parser.add_argument("--dry-run", action="store_true", help=dry_run)
+
+
+def rm_policies() -> tuple[str, ...]:
+    from threadlab import rm
+
+    return rm.POLICIES
+
+
+def _rm_policy(text: str) -> str:
+    from threadlab import rm
+
+    return rm.check_policy(text, "--policy")
 
 
 def _design(text: str) -> str:
@@ -115,16 +190,21 @@ def _environment_programs(plan: apps.Plan) -> list[Path]:
     first (it knows the topology and the clock), then every application
     program the study runs."""
     used = list(dict.fromkeys(cell.program for cell in plan.cells if cell.program and not cell.unsupported))
+    return _bench_program() + used  # type: ignore[operator]
+
+
+def _bench_program() -> list[Path]:
+    """threadlab-bench-posix, when built: its --env knows the topology,
+    the clock and the compiler."""
     try:
-        bench = [p for p in native.discover_programs() if p.name == "threadlab-bench-posix"]
+        return [p for p in native.discover_programs() if p.name == "threadlab-bench-posix"]
     except ThreadlabError:
-        bench = []
-    return bench + used  # type: ignore[operator]
+        return []
 
 
 def cmd_apps(args: argparse.Namespace) -> int:
     from threadlab import cli
-    from threadlab.store import Store, validate_run_name
+    from threadlab.store import validate_run_name
 
     name = validate_run_name(args.name) if args.name is not None else None
     plan = _plan(args)
@@ -135,32 +215,51 @@ def cmd_apps(args: argparse.Namespace) -> int:
         print(f"{len(plan.scenarios)} scenarios, {len(plan.cells)} cells ({unsupported} unsupported here), "
               f"{len(plan.jobs)} runs (seed {plan.seed})", file=sys.stderr)
         return cli.EXIT_OK
+    header = (f"study apps: {len(plan.scenarios)} scenarios x {len(plan.kernels)} kernels x {len(plan.threads)} "
+              f"thread counts = {len(plan.cells)} cells ({unsupported} unsupported here), {plan.runs} runs each: "
+              f"{len(plan.jobs)} runs in a random order (seed {plan.seed})")
+    label, status, result, elapsed = _stored_study(
+        args, name=name, options=plan.options(), catalog=plan.catalog(), programs=_environment_programs(plan),
+        planned=len(plan.cells), total=len(plan.jobs), header=header,
+        run=lambda keep, progress: apps.run_study(plan, keep, progress),
+    )
+    if args.json:
+        for row in tables.speedups(result.records):
+            print(json.dumps(row))
+    else:
+        tables.render(cli.make_console(), result.records, title=f"Study apps, {label}")
+    return _epilogue(label, status, result, elapsed, args.quiet, len(plan.jobs))
+
+
+def _stored_study(args: argparse.Namespace, *, name: str | None, options: dict[str, Any], catalog: Any,
+                  programs: list[Path], planned: int, total: int, header: str, run: Any) -> tuple[str, str, Any, float]:
+    """Creates the run in the store, runs the study with progress, keeps
+    every record as it comes, and finishes the run (complete, interrupted
+    or failed) whatever happens: (label, status, result, seconds)."""
+    from threadlab import cli
+    from threadlab.store import Store
+
     db_path = cli._db_path(args)
     with Store(db_path) as store:
         store.require_free_name(name)
-        env = environment.collect(_environment_programs(plan), None)
+        env = environment.collect(programs, None)
         run_id = store.create_run(
-            name=name, command=[cli.PROG, *args.argv], options=plan.options(), catalog=plan.catalog(),
-            environment=env, points_planned=len(plan.cells), record_schema=schema.RECORD_SCHEMA_ID,
-            threadlab_version=__version__,
+            name=name, command=[cli.PROG, *args.argv], options=options, catalog=catalog, environment=env,
+            points_planned=planned, record_schema=schema.RECORD_SCHEMA_ID, threadlab_version=__version__,
         )
         label = f"run {run_id}" + (f" ({name})" if name else "")
-        progress = apps.StudyProgress(len(plan.jobs), enabled=not args.quiet)
-        progress.message(
-            f"threadlab: {label}: study apps: {len(plan.scenarios)} scenarios x {len(plan.kernels)} kernels x "
-            f"{len(plan.threads)} thread counts = {len(plan.cells)} cells ({unsupported} unsupported here), "
-            f"{plan.runs} runs each: {len(plan.jobs)} runs in a random order (seed {plan.seed}); store {db_path}"
-        )
+        progress = apps.StudyProgress(total, enabled=not args.quiet)
+        progress.message(f"threadlab: {label}: {header}; store {db_path}")
         for warning in env["warnings"]:
             progress.message(f"threadlab: warning: {warning}")
 
-        def keep(cell: apps.Cell, record: dict[str, Any]) -> None:
+        def keep(cell: Any, record: dict[str, Any]) -> None:
             store.add_record(run_id, cell.index, record)
 
         started = time.monotonic()
         status = "failed"
         try:
-            result = apps.run_study(plan, keep, progress)
+            result = run(keep, progress)
             status = "interrupted" if result.interrupted_by else "complete"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -168,24 +267,57 @@ def cmd_apps(args: argparse.Namespace) -> int:
         finally:
             progress.close()
             store.finish_run(run_id, status, environment.finish(env))
-    elapsed = time.monotonic() - started
+    return label, status, result, time.monotonic() - started
+
+
+def cmd_multiprog(args: argparse.Namespace) -> int:
+    from threadlab import cli
+    from threadlab.store import validate_run_name
+
+    name = validate_run_name(args.name) if args.name is not None else None
+    plan = multiprog.make_plan(
+        program=multiprog.find_program(), apps=args.apps, baselines=args.baselines, degrees=args.degree,
+        runs=args.runs, size=args.size, stagger_s=args.stagger or 0.0, seed=args.seed,
+        dedicated=not args.no_dedicated, policy=args.policy or multiprog.DEFAULT_POLICY,
+        quantum_ms=args.quantum_ms or multiprog.DEFAULT_QUANTUM_MS, timeout_s=args.timeout, quick=args.quick,
+    )
+    if "rm" in plan.baselines:  # both must exist before anything runs
+        from threadlab import rm
+
+        rm.find_native(rm.RM_PROGRAM)
+        rm.find_native(rm.SHIM_LIBRARY)
+    if args.dry_run:
+        for line in multiprog.dry_run_lines(plan):
+            print(line)
+        print(f"{len(plan.cells)} cells, {len(plan.jobs)} experiments (seed {plan.seed})", file=sys.stderr)
+        return cli.EXIT_OK
+    header = (f"study multiprog: {len(plan.apps)} kernels x {len(plan.baselines)} baselines x degrees "
+              f"{','.join(map(str, plan.degrees))}" + (" + dedicated runs" if plan.dedicated else "")
+              + f" = {len(plan.cells)} cells, {plan.runs} experiments each: {len(plan.jobs)} experiments in a "
+              f"random order (seed {plan.seed}), size {plan.size}, CPUs {','.join(map(str, plan.cpus))}")
+    label, status, result, elapsed = _stored_study(
+        args, name=name, options=plan.options(), catalog=plan.catalog(), programs=_bench_program(),
+        planned=len(plan.cells), total=len(plan.jobs), header=header,
+        run=lambda keep, progress: multiprog.run_study(plan, keep, progress),
+    )
     if args.json:
-        for row in tables.speedups(result.records):
+        for row in tables_multiprog.summary_rows(result.records):
             print(json.dumps(row))
     else:
-        console = cli.make_console()
-        tables.render(console, result.records, title=f"Study apps, {label}")
-    return _epilogue(label, status, result, elapsed, args.quiet, plan)
+        tables_multiprog.render(cli.make_console(), result.records, title=f"Study multiprog, {label}")
+    return _epilogue(label, status, result, elapsed, args.quiet, len(plan.jobs), "experiments")
 
 
-def _epilogue(label: str, status: str, result: apps.StudyResult, elapsed: float, quiet: bool, plan: apps.Plan) -> int:
-    times = [r for r in result.records if r["metric"] == "time"]
+def _epilogue(label: str, status: str, result: Any, elapsed: float, quiet: bool, total: int,
+              noun: str = "runs") -> int:
+    main = {r["metric"] for r in result.records} & {"time", "turnaround"}
+    times = [r for r in result.records if r["metric"] in main]
     counts = {s: sum(1 for r in times if r["status"] == s) for s in ("ok", "unsupported", "failed")}
     flagged = sum(1 for r in times if any(not c["ok"] for c in r["checks"]))
     summary = (f"{counts['ok']} cells measured, {counts['unsupported']} unsupported here, {counts['failed']} failed"
                + (f", {flagged} flagged by a check" if flagged else ""))
     if status == "interrupted":
-        print(f"threadlab: {label} interrupted after {result.runs_done} of {len(plan.jobs)} runs ({summary}); "
+        print(f"threadlab: {label} interrupted after {result.runs_done} of {total} {noun} ({summary}); "
               "the measured cells are stored", file=sys.stderr)
         return 128 + int(result.interrupted_by or 2)
     if not quiet:
@@ -195,9 +327,12 @@ def _epilogue(label: str, status: str, result: apps.StudyResult, elapsed: float,
 
 
 def is_study_run(options: Any) -> bool:
-    return isinstance(options, dict) and options.get("study") == apps.STUDY
+    return isinstance(options, dict) and options.get("study") in (apps.STUDY, multiprog.STUDY)
 
 
 def render_run(console: Any, records: Sequence[dict[str, Any]], title: str) -> None:
     """The study's tables, for `threadlab show`."""
-    tables.render(console, records, title=title)
+    if any(multiprog.is_study_record(r) for r in records):
+        tables_multiprog.render(console, records, title=title)
+    else:
+        tables.render(console, records, title=title)

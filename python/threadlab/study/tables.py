@@ -136,7 +136,9 @@ def _interval_text(mean: float, interval: stats.Interval | None, unit: str) -> s
     return text
 
 
-def speedup_cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None, notes: Footnotes) -> str:
+def speedup_cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None, notes: Footnotes,
+                 per: float = 1.0) -> str:
+    """mean(base) / mean(other) / per, with its Fieller interval."""
     for record in (base, other):
         missing = _missing(record, notes)
         if missing is not None:
@@ -145,9 +147,9 @@ def speedup_cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None
     ratio, interval = stats.ratio_of_means(base["samples"], other["samples"])
     if ratio is None:
         return "—"
-    text = f"{ratio:.3f}"
+    text = f"{ratio / per:.3f}"
     if interval is not None:
-        text += f" [{interval.low:.3f}, {interval.high:.3f}]"
+        text += f" [{interval.low / per:.3f}, {interval.high / per:.3f}]"
     return text + _marks([base, other], notes)
 
 

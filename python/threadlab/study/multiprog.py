@@ -1,0 +1,659 @@
+"""`threadlab study multiprog`: seed 004's evaluation (docs/study-multiprog.md).
+
+Workloads of k instances of one NAS-like OpenMP kernel (threadlab-npb),
+started at once (or staggered), each asking for every CPU, under five
+baselines:
+
+    rm        threadlab-rm, a private manager per experiment, and the libgomp
+              shim (threadlab.rm: Manager.start, shim_environment)
+    gomp      plain libgomp defaults
+    passive   OMP_WAIT_POLICY=passive
+    dynamic   OMP_DYNAMIC=true
+    static    a static split of the CPUs: each instance bound to its share
+              (sched_setaffinity before exec) with OMP_NUM_THREADS = its size
+
+plus the dedicated runs (one instance on 1..N CPUs, gomp and rm) of the
+seed's Table 1.  An experiment is one workload run once; its instances'
+turnaround (start to exit, wait4), context switches (wait4's rusage),
+verification and team sizes (the kernel's JSON line) are measured.  The
+experiments of every cell (kernel x baseline x degree, or kernel x baseline x
+CPUs) run in one seeded random order.  Each cell becomes threadlab.record/1
+records whose samples are one value per experiment (tables_multiprog.py
+computes the seed's Tables 1 and 2 from them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from threadlab import rm, schema, stats
+from threadlab.errors import ThreadlabError, UserError
+from threadlab.runner import StopRequest
+from threadlab.study.apps import Job, StudyProgress, StudyResult, allowed_cpus, drive, interleaved_jobs
+
+STUDY = "multiprog"
+PROGRAM = "threadlab-npb"
+BENCHMARK_PREFIX = "study.multiprog."
+
+APPS: tuple[str, ...] = ("ep", "cg", "mg", "sp")
+BASELINES: tuple[str, ...] = ("rm", "gomp", "passive", "dynamic", "static")
+# The baselines that also run dedicated (Table 1: threadlab's system
+# against plain libgomp, as the seed's Nanos against PGI).
+DEDICATED_BASELINES: tuple[str, ...] = ("rm", "gomp")
+SIZES: tuple[str, ...] = ("small", "S", "W", "A")
+DEFAULT_SIZE, QUICK_SIZE = "W", "small"
+DEFAULT_DEGREES: tuple[int, ...] = (1, 2, 4, 8)  # the seed's
+QUICK_DEGREES: tuple[int, ...] = (1, 2)
+MAX_DEGREE = 64
+DEFAULT_RUNS = 5  # the seed's
+QUICK_RUNS = 2
+MAX_STAGGER_S = 600.0
+DEFAULT_TIMEOUT_S = 600.0
+QUICK_TIMEOUT_S = 60.0
+DEFAULT_POLICY = "timeshare"  # the seed's time-sharing dynamic space sharing
+DEFAULT_QUANTUM_MS = 100
+
+# Environment a baseline must not inherit from the user's shell.
+_SCRUBBED = re.compile(r"^(OMP_|GOMP_|KMP_|THREADLAB_OMP_|THREADLAB_RM_)")
+_STDERR_KEEP = 400
+
+
+# ------------------------------------------------------------------ input
+
+
+def _list(option: str, text: str) -> list[str]:
+    parts = [part.strip() for part in text.split(",")]
+    if any(not part for part in parts):
+        raise UserError(f"{option} {text}: empty item (comma-separated list expected)")
+    return parts
+
+
+def _names(option: str, text: str, accepted: Sequence[str], what: str) -> list[str]:
+    """A comma-separated choice from `accepted`, in the canonical order."""
+    names = _list(option, text)
+    for name in names:
+        if name not in accepted:
+            raise UserError(f"{option} {text}: unknown {what} '{name}'; expected from {', '.join(accepted)}")
+    return [a for a in accepted if a in names]
+
+
+def parse_apps(text: str) -> list[str]:
+    """--apps cg,ep: the kernels."""
+    return _names("--apps", text, APPS, "kernel")
+
+
+def parse_baselines(text: str) -> list[str]:
+    """--baselines rm,gomp: the baselines."""
+    return _names("--baselines", text, BASELINES, "baseline")
+
+
+def parse_degrees(text: str) -> list[int]:
+    """--degree 1,2,4,8 or 1-4: multiprogramming degrees, 1..MAX_DEGREE."""
+    degrees: list[int] = []
+    for part in _list("--degree", text):
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        low = int(match.group(1)) if match else 0
+        high = int(match.group(2)) if match and match.group(2) else low
+        if not match or not 1 <= low <= high <= MAX_DEGREE:
+            raise UserError(f"--degree {text}: '{part}' is out of range; expected degrees (instances at once) "
+                            f"from 1 to {MAX_DEGREE}, as a list and/or ranges (e.g. 1,2,4,8 or 1-4)")
+        degrees.extend(range(low, high + 1))
+    return sorted(set(degrees))
+
+
+def parse_size(text: str) -> str:
+    if text not in SIZES:
+        raise UserError(f"--size {text}: expected one of {', '.join(SIZES)} (small: CI; W: like NAS class W)")
+    return text
+
+
+def static_split(cpus: Sequence[int], k: int) -> list[list[int]]:
+    """The static baseline's CPUs for k instances: with k <= N CPUs,
+    consecutive disjoint shares whose sizes differ by at most one (the first
+    N mod k instances get the larger); with k > N, instance i gets the single
+    CPU i mod N.  Every instance gets at least one CPU; the shares cover
+    every CPU."""
+    cpus = list(cpus)
+    if not cpus:
+        raise ValueError("static_split: no CPUs")
+    if k < 1:
+        raise ValueError(f"static_split: {k} instances")
+    n = len(cpus)
+    if k > n:
+        return [[cpus[i % n]] for i in range(k)]
+    base, extra = divmod(n, k)
+    shares, start = [], 0
+    for i in range(k):
+        size = base + (1 if i < extra else 0)
+        shares.append(cpus[start:start + size])
+        start += size
+    return shares
+
+
+# ------------------------------------------------------------------- plan
+
+
+@dataclass
+class Instance:
+    """One instance of one experiment, as measured."""
+
+    turnaround_s: float
+    exit_status: int  # negative: killed by that signal
+    verified: bool
+    data: dict[str, Any]
+    voluntary: int
+    involuntary: int
+    stderr: str | None = None
+
+
+@dataclass
+class Cell:
+    """kernel x baseline x degree (dedicated: x CPUs): its experiments."""
+
+    index: int
+    app: str
+    baseline: str
+    degree: int
+    cpus: int  # CPUs of the experiment: all of them, or the dedicated count
+    dedicated: bool
+    mean_turnaround: list[float] = field(default_factory=list)
+    max_turnaround: list[float] = field(default_factory=list)
+    makespan: list[float] = field(default_factory=list)
+    voluntary: list[float] = field(default_factory=list)
+    involuntary: list[float] = field(default_factory=list)
+    instance_turnarounds: list[float] = field(default_factory=list)
+    teams: dict[int, int] = field(default_factory=dict)
+    regions: list[int] = field(default_factory=list)
+    kernel_times: list[float] = field(default_factory=list)
+    managed: list[bool | None] = field(default_factory=list)
+    wrong: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    runs_done: int = 0
+    last: dict[str, Any] = field(default_factory=dict)
+    emitted: bool = False
+
+    @property
+    def label(self) -> str:
+        if self.dedicated:
+            return f"{self.app} {self.baseline} dedicated cpus={self.cpus}"
+        return f"{self.app} {self.baseline} degree={self.degree}"
+
+
+@dataclass
+class Plan:
+    apps: list[str]
+    baselines: list[str]
+    degrees: list[int]
+    runs: int
+    size: str
+    stagger_s: float
+    seed: int
+    cpus: list[int]
+    dedicated: bool
+    policy: str
+    quantum_ms: int
+    timeout_s: float
+    quick: bool
+    program: Path
+    cells: list[Cell]
+    jobs: list[Job]
+
+    def options(self) -> dict[str, Any]:
+        return {
+            "study": STUDY, "apps": self.apps, "baselines": self.baselines, "degrees": self.degrees,
+            "runs": self.runs, "size": self.size, "stagger_s": self.stagger_s, "seed": self.seed,
+            "cpus": self.cpus, "dedicated": self.dedicated, "policy": self.policy, "quantum_ms": self.quantum_ms,
+            "timeout_s": self.timeout_s, "quick": self.quick,
+        }
+
+    def catalog(self) -> list[dict[str, Any]]:
+        """One entry per kernel, shaped like a benchmark program's --list."""
+        entries = []
+        for app in self.apps:
+            params = [
+                {"name": "degree", "help": "instances started at once, each asking for every CPU",
+                 "values": [str(d) for d in self.degrees], "quick_values": [str(d) for d in self.degrees]},
+                {"name": "size", "help": "threadlab-npb size (small, S, W, A)", "values": [self.size],
+                 "quick_values": [self.size]},
+            ]
+            if self.dedicated:
+                counts = [str(c) for c in range(1, len(self.cpus) + 1)]
+                params.append({"name": "threads", "help": "CPUs of a dedicated run (one instance)",
+                               "values": counts, "quick_values": counts})
+            entries.append({
+                "benchmark": BENCHMARK_PREFIX + app, "model": ",".join(self.baselines),
+                "summary": f"threadlab-npb {app}: {len(self.baselines)} baselines x degrees {self.degrees}",
+                "quantity": TURNAROUND_QUANTITY, "unit": "s", "threads": len(self.cpus),
+                "placements": ["unbound"], "default_placements": ["unbound"], "params": params,
+                "program": PROGRAM, "study": STUDY,
+            })
+        return entries
+
+
+def find_program() -> Path:
+    """threadlab-npb of the build (a UserError saying how to build it)."""
+    return rm.find_native(PROGRAM)
+
+
+def make_plan(
+    *,
+    program: Path,
+    apps: Sequence[str] | None = None,
+    baselines: Sequence[str] | None = None,
+    degrees: Sequence[int] | None = None,
+    runs: int | None = None,
+    size: str | None = None,
+    stagger_s: float = 0.0,
+    seed: int | None = None,
+    cpus: Sequence[int] | None = None,
+    dedicated: bool = True,
+    policy: str = DEFAULT_POLICY,
+    quantum_ms: int = DEFAULT_QUANTUM_MS,
+    timeout_s: float | None = None,
+    quick: bool = False,
+) -> Plan:
+    """Every cell and every experiment, in a seeded random order, settled
+    before anything runs."""
+    apps = list(apps or APPS)
+    baselines = list(baselines or BASELINES)
+    degrees = sorted(set(degrees or (QUICK_DEGREES if quick else DEFAULT_DEGREES)))
+    for degree in degrees:
+        if not 1 <= degree <= MAX_DEGREE:
+            raise UserError(f"--degree {degree}: expected degrees from 1 to {MAX_DEGREE}")
+    runs = runs or (QUICK_RUNS if quick else DEFAULT_RUNS)
+    size = parse_size(size or (QUICK_SIZE if quick else DEFAULT_SIZE))
+    if not 0 <= stagger_s <= MAX_STAGGER_S:
+        raise UserError(f"--stagger {stagger_s:g}: expected seconds from 0 to {MAX_STAGGER_S:g}")
+    cpus = list(cpus) if cpus is not None else allowed_cpus()
+    policy = rm.check_policy(policy, "--policy")
+    quantum_ms = rm.check_quantum(quantum_ms)
+    if seed is None:
+        seed = int.from_bytes(os.urandom(4), "little")
+    cells: list[Cell] = []
+    for app in apps:
+        if dedicated:
+            for baseline in (b for b in DEDICATED_BASELINES if b in baselines):
+                for count in range(1, len(cpus) + 1):
+                    cells.append(Cell(len(cells), app, baseline, 1, count, True))
+        for baseline in baselines:
+            for degree in degrees:
+                cells.append(Cell(len(cells), app, baseline, degree, len(cpus), False))
+    numbered = interleaved_jobs([cell.index for cell in cells], runs, seed)
+    return Plan(apps=apps, baselines=baselines, degrees=degrees, runs=runs, size=size, stagger_s=stagger_s,
+                seed=seed, cpus=cpus, dedicated=dedicated, policy=policy, quantum_ms=quantum_ms,
+                timeout_s=timeout_s or (QUICK_TIMEOUT_S if quick else DEFAULT_TIMEOUT_S), quick=quick,
+                program=program, cells=cells, jobs=numbered)
+
+
+# ---------------------------------------------------------- environments
+
+
+def clean_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment without OpenMP settings, the shim or a manager's
+    location: what 'plain libgomp defaults' starts from."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if not _SCRUBBED.match(k)}
+    preload = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":")
+               if p and Path(p).name != rm.SHIM_LIBRARY]
+    if preload:
+        env["LD_PRELOAD"] = ":".join(preload)
+    else:
+        env.pop("LD_PRELOAD", None)
+    return env
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How one instance starts: its environment and its CPU mask (None: inherited)."""
+
+    env: dict[str, str]
+    affinity: list[int] | None
+
+
+def launches(cell: Cell, cpus: Sequence[int], manager_dir: Path | None) -> list[Launch]:
+    """The instances of one experiment of the cell.  Every instance asks
+    for every CPU of the experiment (OMP_NUM_THREADS), except under static,
+    where each asks for its share."""
+    base = clean_environment()
+    own = list(cpus[: cell.cpus]) if cell.dedicated else list(cpus)
+    ask = {"OMP_NUM_THREADS": str(len(own))}
+    affinity = own if cell.dedicated else None
+    if cell.baseline == "rm":
+        assert manager_dir is not None
+        env = rm.shim_environment(base, directory=manager_dir, quiet=True)
+        return [Launch({**env, **ask}, affinity) for _ in range(cell.degree)]
+    if cell.baseline == "static":
+        return [Launch({**base, "OMP_NUM_THREADS": str(len(share))}, share)
+                for share in static_split(own, cell.degree)]
+    extra = {"passive": {"OMP_WAIT_POLICY": "passive"}, "dynamic": {"OMP_DYNAMIC": "true"}}.get(cell.baseline, {})
+    return [Launch({**base, **ask, **extra}, affinity) for _ in range(cell.degree)]
+
+
+# ---------------------------------------------------------------- running
+
+
+@dataclass
+class Experiment:
+    """One workload run once: what the progress and the cell need."""
+
+    kind: str  # "ok", "wrong", "failed"
+    reason: str | None
+    instances: list[Instance]
+    makespan_s: float
+
+
+class _Child:
+    """One running instance: started in its own session, reaped by a thread
+    blocked in wait4 (no polling: the CPUs belong to the workload)."""
+
+    def __init__(self, argv: list[str], launch: Launch, out_dir: Path, number: int) -> None:
+        self.stdout_path = out_dir / f"{number}.out"
+        self.stderr_path = out_dir / f"{number}.err"
+        # The child inherits the CPU mask of the thread that starts it: set
+        # on this thread around the start (no preexec_fn: threads run).
+        saved = os.sched_getaffinity(0) if launch.affinity is not None else None
+        try:
+            if launch.affinity is not None:
+                os.sched_setaffinity(0, launch.affinity)
+            with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+                self.started = time.monotonic()
+                self.popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                              env=launch.env, start_new_session=True)
+        finally:
+            if saved is not None:
+                os.sched_setaffinity(0, saved)
+        self.ended: float | None = None
+        self.status = 0
+        self.rusage: Any = None
+        self.thread = threading.Thread(target=self._reap, daemon=True)
+        self.thread.start()
+
+    def _reap(self) -> None:
+        _, status, rusage = os.wait4(self.popen.pid, 0)
+        self.ended = time.monotonic()
+        self.status = os.waitstatus_to_exitcode(status)
+        self.rusage = rusage
+        self.popen.returncode = self.status  # reaped here: Popen must not wait again
+
+    def kill(self) -> None:
+        if self.ended is None:
+            try:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def instance(self) -> Instance:
+        assert self.ended is not None
+        text = self.stdout_path.read_text(errors="replace")
+        lines = [line for line in text.splitlines() if line.strip()]
+        data: dict[str, Any] = {}
+        if lines:
+            try:
+                parsed = json.loads(lines[-1])
+                data = parsed if isinstance(parsed, dict) else {}
+            except json.JSONDecodeError:
+                data = {}
+        err_lines = [line.strip() for line in self.stderr_path.read_text(errors="replace").splitlines()
+                     if line.strip()]
+        return Instance(
+            turnaround_s=self.ended - self.started, exit_status=self.status,
+            verified=self.status == 0 and data.get("verified") is True, data=data,
+            voluntary=int(self.rusage.ru_nvcsw), involuntary=int(self.rusage.ru_nivcsw),
+            stderr=err_lines[-1][:_STDERR_KEEP] if err_lines else None,
+        )
+
+
+def _instance_problem(instance: Instance) -> tuple[str, str] | None:
+    """('wrong' or 'failed', why) for an instance that did not verify."""
+    if instance.exit_status < 0:
+        return "failed", f"killed by signal {-instance.exit_status}" + (f": {instance.stderr}" if instance.stderr else "")
+    if not instance.data:
+        return "failed", (f"exited with status {instance.exit_status}, no JSON line"
+                          + (f": {instance.stderr}" if instance.stderr else ""))
+    if not instance.verified:
+        d = instance.data
+        return "wrong", (f"{d.get('kernel')} did not verify: {d.get('quantity')} = {d.get('value')}, reference "
+                         f"{d.get('reference')} ({d.get('detail')})")
+    return None
+
+
+def run_experiment(plan: Plan, cell: Cell, stop: StopRequest) -> Experiment | None:
+    """Runs the cell's workload once: a private manager first for rm; the
+    instances started together (or staggered); every one waited for, or
+    killed at the timeout.  None when a stop was requested meanwhile."""
+    argv = [str(plan.program), cell.app, "--size", plan.size]
+    work = Path(tempfile.mkdtemp(prefix="threadlab-multiprog-"))
+    children: list[_Child] = []
+    manager: rm.Manager | None = None
+    try:
+        if cell.baseline == "rm":
+            own = plan.cpus[: cell.cpus]
+            manager = rm.Manager.start(directory=work / "rm", policy=plan.policy, quantum_ms=plan.quantum_ms,
+                                       cpus=own)
+        starts = launches(cell, plan.cpus, manager.directory if manager else None)
+        deadline = time.monotonic() + plan.timeout_s
+        first = time.monotonic()
+        for number, launch in enumerate(starts):
+            if number and plan.stagger_s:
+                wake = first + number * plan.stagger_s
+                while not stop.requested and time.monotonic() < wake:
+                    time.sleep(min(0.05, max(0.0, wake - time.monotonic())))
+            if stop.requested:
+                break
+            children.append(_Child(argv, launch, work, number))
+        timed_out = False
+        for child in children:
+            while child.thread.is_alive() and not stop.requested:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                child.thread.join(min(0.1, left))
+            if timed_out or stop.requested:
+                break
+        if stop.requested:
+            return None
+        if timed_out:
+            return Experiment("failed", f"timed out after {plan.timeout_s:g} s", [], 0.0)
+        instances = [child.instance() for child in children]
+        makespan = max(c.ended for c in children if c.ended is not None) - min(c.started for c in children)
+        problems = [p for p in map(_instance_problem, instances) if p]
+        if problems:
+            kind = "failed" if any(p[0] == "failed" for p in problems) else "wrong"
+            first_problem = next(p for p in problems if p[0] == kind)
+            reason = f"{len(problems)} of {len(instances)} instances: {first_problem[1]}"
+            return Experiment(kind, reason, instances if kind == "wrong" else [], makespan)
+        return Experiment("ok", None, instances, makespan)
+    except ThreadlabError as error:  # the manager did not start
+        return Experiment("failed", str(error).splitlines()[0], [], 0.0)
+    except OSError as error:  # an instance could not be started
+        return Experiment("failed", f"cannot start {plan.program.name}: {error.strerror or error}", [], 0.0)
+    finally:
+        for child in children:
+            child.kill()
+        for child in children:
+            child.thread.join(5.0)
+        if manager is not None:
+            try:
+                manager.stop()
+            except ThreadlabError:
+                manager.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def record_experiment(cell: Cell, experiment: Experiment) -> None:
+    """Adds one experiment's measures to its cell."""
+    cell.runs_done += 1
+    if experiment.kind == "failed":
+        cell.failures.append(experiment.reason or "failed")
+        return
+    if experiment.kind == "wrong":
+        cell.wrong.append(experiment.reason or "wrong result")
+    instances = experiment.instances
+    turnarounds = [i.turnaround_s for i in instances]
+    cell.instance_turnarounds += turnarounds
+    cell.mean_turnaround.append(sum(turnarounds) / len(turnarounds))
+    cell.max_turnaround.append(max(turnarounds))
+    cell.makespan.append(experiment.makespan_s)
+    cell.voluntary.append(sum(i.voluntary for i in instances) / len(instances))
+    cell.involuntary.append(sum(i.involuntary for i in instances) / len(instances))
+    for instance in instances:
+        for size, count in (instance.data.get("teams") or {}).items():
+            if str(size).isdigit() and isinstance(count, int):
+                cell.teams[int(size)] = cell.teams.get(int(size), 0) + count
+        if isinstance(instance.data.get("regions"), int):
+            cell.regions.append(instance.data["regions"])
+        if isinstance(instance.data.get("time_s"), (int, float)):
+            cell.kernel_times.append(float(instance.data["time_s"]))
+        cell.managed.append(instance.data.get("managed"))
+        cell.last = instance.data
+
+
+def run_study(plan: Plan, on_record: Callable[[Cell, dict[str, Any]], None], progress: StudyProgress) -> StudyResult:
+    """Runs every experiment in the plan's order; a cell's records go to
+    on_record (the store) as soon as its last experiment is done.
+    Ctrl-C/SIGTERM: the experiment in progress is killed (and its manager
+    stopped), every cell with a finished experiment is recorded, and the
+    study stops."""
+    return drive(plan.cells, plan.jobs, lambda cell, stop: run_experiment(plan, cell, stop), record_experiment,
+                 lambda cell: cell_records(cell, plan), on_record, progress)
+
+
+# ---------------------------------------------------------------- records
+
+
+TURNAROUND_QUANTITY = ("mean turnaround of the workload's instances (start to exit of each process), "
+                       "one sample per experiment")
+DEDICATED_QUANTITY = "turnaround of the one instance (start to exit of the process) on a dedicated set of CPUs"
+# metric -> (unit, quantity, cell attribute)
+METRICS: dict[str, tuple[str, str, str]] = {
+    "turnaround": ("s", TURNAROUND_QUANTITY, "mean_turnaround"),
+    "turnaround_max": ("s", "longest turnaround of the workload's instances, one sample per experiment",
+                       "max_turnaround"),
+    "makespan": ("s", "first start to last exit of the workload, one sample per experiment", "makespan"),
+    "csw_voluntary": ("switches", "voluntary context switches per instance (wait4 rusage, all its threads), "
+                      "mean of the workload, one sample per experiment", "voluntary"),
+    "csw_involuntary": ("switches", "involuntary context switches (preemptions) per instance (wait4 rusage, all "
+                        "its threads), mean of the workload, one sample per experiment", "involuntary"),
+}
+DEDICATED_METRICS: dict[str, tuple[str, str, str]] = {
+    "time": ("s", DEDICATED_QUANTITY, "mean_turnaround"),
+    "csw_voluntary": METRICS["csw_voluntary"][:2] + ("voluntary",),
+    "csw_involuntary": METRICS["csw_involuntary"][:2] + ("involuntary",),
+}
+
+
+def _checks(cell: Cell) -> list[dict[str, Any]]:
+    measured = len(cell.mean_turnaround)
+    checks = []
+    if cell.wrong:
+        checks.append({"name": "verified", "ok": False, "value": float(measured - len(cell.wrong)),
+                       "detail": f"{len(cell.wrong)} of {measured} experiments had an instance that did not verify; "
+                                 f"first: {cell.wrong[0]}"})
+    else:
+        checks.append({"name": "verified", "ok": True, "value": float(measured),
+                       "detail": f"every instance of every experiment verified its result ({cell.last.get('quantity')} "
+                                 f"within {cell.last.get('tolerance')} of the reference)"})
+    if cell.failures:
+        checks.append({"name": "runs", "ok": False, "value": float(measured),
+                       "detail": f"{len(cell.failures)} of {cell.runs_done} experiments failed; first: {cell.failures[0]}"})
+    if cell.baseline == "rm" and cell.managed:
+        unmanaged = sum(1 for m in cell.managed if m is not True)
+        checks.append({"name": "managed", "ok": unmanaged == 0, "value": float(len(cell.managed) - unmanaged),
+                       "detail": "every instance ran under the manager (the shim said managed)" if not unmanaged
+                       else f"{unmanaged} of {len(cell.managed)} instances ran unmanaged (no manager found, or "
+                            "the arena was full)"})
+    return checks
+
+
+def _extra(cell: Cell, plan: Plan) -> dict[str, Any]:
+    regions = sum(cell.teams.values())
+    extra: dict[str, Any] = {
+        "study": STUDY, "kernel": cell.app, "baseline": cell.baseline, "degree": cell.degree,
+        "cpus_used": cell.cpus, "dedicated": "yes" if cell.dedicated else "no",
+        "runs_planned": plan.runs, "runs_done": cell.runs_done, "runs_failed": len(cell.failures),
+        "seed": plan.seed, "program": PROGRAM, "policy": plan.policy if cell.baseline == "rm" else None,
+        "quantum_ms": plan.quantum_ms if cell.baseline == "rm" else None,
+        "team_min": min(cell.teams) if cell.teams else None, "team_max": max(cell.teams) if cell.teams else None,
+        "team_mean": (sum(t * n for t, n in cell.teams.items()) / regions) if regions else None,
+        "teams": ",".join(f"{t}:{n}" for t, n in sorted(cell.teams.items())) or None,
+        "regions_per_instance": (sum(cell.regions) / len(cell.regions)) if cell.regions else None,
+        "kernel_time_mean_s": (sum(cell.kernel_times) / len(cell.kernel_times)) if cell.kernel_times else None,
+        "instances_turnaround": ",".join(f"{t:.6g}" for t in cell.instance_turnarounds) or None,
+    }
+    if cell.baseline == "static":
+        shares = static_split(plan.cpus[: cell.cpus], cell.degree)
+        extra["static_split"] = " ".join(",".join(map(str, share)) for share in shares)
+    return extra
+
+
+def _params(cell: Cell, plan: Plan) -> dict[str, str]:
+    if cell.dedicated:
+        return {"mode": "dedicated", "threads": str(cell.cpus), "size": plan.size}
+    params = {"degree": str(cell.degree), "size": plan.size}
+    if plan.stagger_s:
+        params["stagger_s"] = f"{plan.stagger_s:g}"
+    return params
+
+
+def cell_records(cell: Cell, plan: Plan) -> list[dict[str, Any]]:
+    """The cell's records, one per metric; samples: one per experiment, in
+    the order run."""
+    records = []
+    specs = DEDICATED_METRICS if cell.dedicated else METRICS
+    for metric, (unit, quantity, attribute) in specs.items():
+        samples = [float(v) for v in getattr(cell, attribute)]
+        record: dict[str, Any] = {
+            "schema": schema.RECORD_SCHEMA_ID, "benchmark": BENCHMARK_PREFIX + cell.app, "model": cell.baseline,
+            "metric": metric, "params": _params(cell, plan), "placement": "unbound", "cpus": [],
+            "unit": unit, "quantity": quantity, "status": "ok", "reason": None, "clock": None, "iterations": None,
+            "actions_per_iteration": None, "warmup": 0, "overhead_ns": None, "samples": [], "summary": None,
+            "stop": None, "derived": None, "checks": [], "extra": _extra(cell, plan),
+        }
+        if not samples:
+            record.update(status="failed", reason=cell.failures[0] if cell.failures else "no experiment completed",
+                          checks=_checks(cell) if cell.runs_done else [])
+        else:
+            summary = stats.summarize(samples).as_dict()
+            record.update(
+                clock="monotonic", iterations=1, samples=samples,
+                summary={k: (None if isinstance(v, float) and v != v else v) for k, v in summary.items()},
+                stop={"rule": "fixed", "target": None, "reason": "fixed", "min_timings": plan.runs,
+                      "max_timings": plan.runs, "elapsed_s": round(sum(cell.makespan), 6)},
+                checks=_checks(cell),
+            )
+        records.append(schema.validate_record(record))
+    return records
+
+
+def is_study_record(record: Mapping[str, Any]) -> bool:
+    return str(record.get("benchmark", "")).startswith(BENCHMARK_PREFIX)
+
+
+def dry_run_lines(plan: Plan) -> Iterable[str]:
+    """--dry-run: one line per cell, with the environment of its instances."""
+    import shlex
+
+    for cell in plan.cells:
+        private = Path(tempfile.gettempdir()) / "threadlab-multiprog-XXXX" / "rm"  # made per experiment
+        starts = launches(cell, plan.cpus, private if cell.baseline == "rm" else None)
+        shown = []
+        for launch in starts[:2]:
+            keys = ("LD_PRELOAD", "OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_DYNAMIC", "GOMP_SPINCOUNT")
+            env = " ".join(f"{k}={launch.env[k]}" for k in keys if k in launch.env)
+            cpus = f"taskset -c {rm.cpu_list(launch.affinity)} " if launch.affinity is not None else ""
+            shown.append(f"{env} {cpus}{shlex.join([str(plan.program), cell.app, '--size', plan.size])}")
+        more = f"  (+{len(starts) - 2} more)" if len(starts) > 2 else ""
+        manager = (f"# threadlab-rm --policy {plan.policy} --quantum-ms {plan.quantum_ms} "
+                   f"--cpus {rm.cpu_list(plan.cpus[: cell.cpus])}\n" if cell.baseline == "rm" else "")
+        yield f"{manager}# {cell.label}: {len(starts)} instance(s)\n" + "\n".join(shown) + more

@@ -1,0 +1,203 @@
+"""The tables of `threadlab study multiprog`, computed from a run's records
+(so `threadlab show` prints them too), like the seed's (004):
+
+- Dedicated (Table 1): one instance on 1..N CPUs; rows = CPUs, columns =
+  kernel x baseline (rm, gomp); mean turnaround [95% Student t interval].
+- Multiprogrammed (Table 2): rows = degree, columns = kernel x baseline;
+  mean turnaround of the workload's instances [95% interval across the
+  experiments].
+- Against plain libgomp: each baseline's mean turnaround / gomp's at the
+  same degree, with its 95% Fieller interval (stats.ratio_of_means).
+- Per kernel, every measure: mean and maximum turnaround, makespan, the
+  slowdown against the dedicated run (mean turnaround / mean dedicated time
+  on all CPUs, Fieller interval) and per degree (slowdown / degree: 1 is
+  linear), context switches, team sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from rich.console import Console
+from rich.text import Text
+
+from threadlab import stats
+from threadlab.study.multiprog import APPS, BASELINES, BENCHMARK_PREFIX
+from threadlab.study.tables import _print, mean_cell, speedup_cell
+from threadlab.table import Footnotes
+
+Key = tuple[str, str, str, int]  # metric, kernel, baseline, degree (dedicated: CPUs)
+
+
+@dataclass
+class MultiprogData:
+    apps: list[str] = field(default_factory=list)
+    baselines: list[str] = field(default_factory=list)
+    degrees: list[int] = field(default_factory=list)
+    cpus: list[int] = field(default_factory=list)  # dedicated CPU counts
+    workloads: dict[Key, Mapping[str, Any]] = field(default_factory=dict)
+    dedicated: dict[Key, Mapping[str, Any]] = field(default_factory=dict)
+
+    def get(self, metric: str, app: str, baseline: str, degree: int) -> Mapping[str, Any] | None:
+        return self.workloads.get((metric, app, baseline, degree))
+
+    def alone(self, app: str) -> Mapping[str, Any] | None:
+        """The reference of the slowdown: plain libgomp alone on every CPU
+        (the dedicated run), else gomp at degree 1."""
+        if self.cpus:
+            record = self.dedicated.get(("time", app, "gomp", max(self.cpus)))
+            if record is not None and record["status"] == "ok":
+                return record
+        record = self.get("turnaround", app, "gomp", 1)
+        return record if record is not None and record["status"] == "ok" else None
+
+
+def _order(values: Sequence[str], canonical: Sequence[str]) -> list[str]:
+    return sorted(set(values), key=lambda v: canonical.index(v) if v in canonical else len(canonical))
+
+
+def collect(records: Sequence[Mapping[str, Any]]) -> MultiprogData:
+    data = MultiprogData()
+    apps, baselines, degrees, cpus = [], [], set(), set()
+    for record in records:
+        if not str(record.get("benchmark", "")).startswith(BENCHMARK_PREFIX):
+            continue
+        app, baseline, params = record["benchmark"][len(BENCHMARK_PREFIX):], record["model"], record["params"]
+        apps.append(app)
+        baselines.append(baseline)
+        if params.get("mode") == "dedicated":
+            count = int(params.get("threads", "0"))
+            cpus.add(count)
+            data.dedicated[(record["metric"], app, baseline, count)] = record
+        else:
+            degree = int(params.get("degree", "0"))
+            degrees.add(degree)
+            data.workloads[(record["metric"], app, baseline, degree)] = record
+    data.apps = _order(apps, APPS)
+    data.baselines = _order(baselines, BASELINES)
+    data.degrees = sorted(degrees)
+    data.cpus = sorted(cpus)
+    return data
+
+
+def _size(records: Sequence[Mapping[str, Any]]) -> str:
+    sizes = sorted({r["params"].get("size", "?") for r in records if r["benchmark"].startswith(BENCHMARK_PREFIX)})
+    return ", ".join(sizes)
+
+
+def _teams(record: Mapping[str, Any] | None) -> str:
+    extra = (record or {}).get("extra") or {}
+    if extra.get("team_mean") is None:
+        return "—"
+    low, high = extra.get("team_min"), extra.get("team_max")
+    spread = f" ({low}-{high})" if low != high else ""
+    return f"{float(extra['team_mean']):.2f}{spread}"
+
+
+def _count_cell(record: Mapping[str, Any] | None) -> str:
+    if record is None or record["status"] != "ok":
+        return "—"
+    samples = record["samples"]
+    return f"{sum(samples) / len(samples):.1f}"
+
+
+def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = "Study multiprog") -> None:
+    data = collect(records)
+    if not data.apps:
+        console.print(f"{title}: no data points were measured.")
+        return
+    console.print(Text(title, style="bold"))
+    console.print()
+    size = _size(records)
+    if data.dedicated:
+        notes = Footnotes()
+        dedicated = [b for b in data.baselines if any(key[2] == b for key in data.dedicated)]
+        rows = [[app, str(c)] + [mean_cell(data.dedicated.get(("time", app, b, c)), notes) for b in dedicated]
+                for app in data.apps for c in data.cpus]
+        _print(console, f"Dedicated (the seed's Table 1): turnaround of one instance on 1..N CPUs, size {size}: "
+               "mean [95% interval]", [("kernel", "left"), ("CPUs", "right")] + [(b, "right") for b in dedicated],
+               rows, notes.texts)
+        console.print()
+    if not data.degrees:
+        console.file.flush()
+        return
+    notes = Footnotes()
+    rows = [[app, str(k)] + [mean_cell(data.get("turnaround", app, b, k), notes) for b in data.baselines]
+            for app in data.apps for k in data.degrees]
+    _print(console, f"Multiprogrammed (the seed's Table 2): mean turnaround of the instances of a workload of k "
+           f"instances each asking for every CPU, size {size}: mean [95% interval across experiments]",
+           [("kernel", "left"), ("k", "right")] + [(b, "right") for b in data.baselines], rows, notes.texts)
+    console.print()
+    others = [b for b in data.baselines if b != "gomp"]
+    if "gomp" in data.baselines and others:
+        notes = Footnotes()
+        rows = [[app, str(k)] + [speedup_cell(data.get("turnaround", app, b, k), data.get("turnaround", app, "gomp", k),
+                                            notes) for b in others] for app in data.apps for k in data.degrees]
+        _print(console, "Against plain libgomp: mean turnaround / gomp's at the same degree [95% Fieller interval] "
+               "(below 1: faster)", [("kernel", "left"), ("k", "right")] + [(f"{b}/gomp", "right") for b in others],
+               rows, notes.texts)
+        console.print()
+    for app in data.apps:
+        notes = Footnotes()
+        alone = data.alone(app)
+        rows, behaviour = [], []
+        for b in data.baselines:
+            for k in data.degrees:
+                turnaround = data.get("turnaround", app, b, k)
+                if turnaround is None:
+                    continue
+                rows.append([
+                    b, str(k), mean_cell(turnaround, notes), mean_cell(data.get("turnaround_max", app, b, k), notes),
+                    mean_cell(data.get("makespan", app, b, k), notes),
+                    speedup_cell(turnaround, alone, notes) if alone else "—",
+                    speedup_cell(turnaround, alone, notes, per=float(k)) if alone else "—",
+                ])
+                behaviour.append([b, str(k), _count_cell(data.get("csw_voluntary", app, b, k)),
+                                  _count_cell(data.get("csw_involuntary", app, b, k)), _teams(turnaround)])
+        reference = ("the dedicated gomp run on every CPU" if data.cpus and alone is not None
+                     and alone["params"].get("mode") == "dedicated" else "gomp at degree 1")
+        _print(console, f"{app}: turnaround, maximum turnaround, makespan (means [95% interval]); slowdown = mean "
+               f"turnaround / that of {reference} [95% Fieller interval]; per degree = slowdown / k (1: turnaround "
+               "linear in the degree)",
+               [("baseline", "left"), ("k", "right"), ("turnaround", "right"), ("max turnaround", "right"),
+                ("makespan", "right"), ("slowdown", "right"), ("per degree", "right")], rows, notes.texts)
+        console.print()
+        _print(console, f"{app}: context switches per instance (wait4 rusage, mean of the experiments) and team "
+               "sizes (mean over all parallel regions, (smallest-largest))",
+               [("baseline", "left"), ("k", "right"), ("voluntary", "right"), ("involuntary", "right"),
+                ("team", "right")], behaviour)
+        console.print()
+    console.file.flush()
+
+
+def summary_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The multiprogrammed cells as data (for --json and the tests): mean
+    turnaround with its interval, the ratio to gomp and the slowdown."""
+    data = collect(records)
+    rows = []
+    for app in data.apps:
+        alone = data.alone(app)
+        for b in data.baselines:
+            for k in data.degrees:
+                record = data.get("turnaround", app, b, k)
+                if record is None or record["status"] != "ok":
+                    continue
+                samples = record["samples"]
+                interval = stats.mean_ci(samples)
+                row: dict[str, Any] = {
+                    "kernel": app, "baseline": b, "degree": k, "runs": len(samples),
+                    "mean_turnaround_s": sum(samples) / len(samples),
+                    "low_s": interval.low if interval else None, "high_s": interval.high if interval else None,
+                }
+                for metric in ("turnaround_max", "makespan"):
+                    other = data.get(metric, app, b, k)
+                    row[f"mean_{metric}_s"] = (sum(other["samples"]) / len(other["samples"])
+                                               if other and other["status"] == "ok" else None)
+                gomp = data.get("turnaround", app, "gomp", k)
+                ratio = stats.ratio_of_means(samples, gomp["samples"])[0] if gomp and gomp["status"] == "ok" else None
+                row["ratio_to_gomp"] = ratio
+                row["slowdown"] = stats.ratio_of_means(samples, alone["samples"])[0] if alone else None
+                row["verified"] = all(c["ok"] for c in record["checks"] if c["name"] == "verified")
+                rows.append(row)
+    return rows

@@ -1,0 +1,536 @@
+"""`threadlab study multiprog` (seed 004): the plan, bad input, the static
+split, the tables on fixed data, the kernels' verification (with independent
+recomputations of the small references), the instances' environments, an
+end-to-end quick study with show and report, and Ctrl-C.  Nothing here
+asserts a timing threshold."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REAL_NATIVE_DIR, REPO, stored_records, wait_for_records
+from threadlab import schema
+from threadlab.errors import UserError
+from threadlab.study import multiprog, tables_multiprog
+
+NPB = REAL_NATIVE_DIR / "threadlab-npb"
+RM = REAL_NATIVE_DIR / "threadlab-rm"
+SHIM = REAL_NATIVE_DIR.parent / "lib" / "libthreadlab-omp.so"
+needs_npb = pytest.mark.skipif(not os.access(NPB, os.X_OK), reason=f"threadlab-npb is not built in {REAL_NATIVE_DIR} "
+                               "(run `make`; it needs OpenMP)")
+needs_all = pytest.mark.skipif(not (os.access(NPB, os.X_OK) and os.access(RM, os.X_OK) and SHIM.is_file()),
+                               reason=f"threadlab-npb, threadlab-rm or libthreadlab-omp.so is not built in "
+                               f"{REAL_NATIVE_DIR} (run `make`)")
+FAKE = Path("/nonexistent/threadlab-npb")
+
+
+@pytest.fixture
+def real_native(monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(REAL_NATIVE_DIR))
+    return REAL_NATIVE_DIR
+
+
+# ------------------------------------------------------------------ plan
+
+
+def test_plan_crosses_baselines_degrees_and_runs_in_a_seeded_order() -> None:
+    plan = multiprog.make_plan(program=FAKE, apps=["cg", "ep"], baselines=["gomp", "rm", "static"], degrees=[4, 1, 2],
+                               runs=3, seed=7, cpus=[0, 1, 2])
+    assert plan.apps == ["cg", "ep"] and plan.degrees == [1, 2, 4]
+    workloads = [c for c in plan.cells if not c.dedicated]
+    dedicated = [c for c in plan.cells if c.dedicated]
+    assert {(c.app, c.baseline, c.degree) for c in workloads} == {
+        (a, b, k) for a in ("cg", "ep") for b in ("gomp", "rm", "static") for k in (1, 2, 4)}
+    assert all(c.cpus == 3 for c in workloads)
+    # Table 1: rm and gomp (the dedicated baselines asked for) on 1..3 CPUs, one instance.
+    assert {(c.app, c.baseline, c.cpus, c.degree) for c in dedicated} == {
+        (a, b, n, 1) for a in ("cg", "ep") for b in ("rm", "gomp") for n in (1, 2, 3)}
+    assert len(plan.jobs) == len(plan.cells) * 3
+    per_cell = Counter(job.cell for job in plan.jobs)
+    assert set(per_cell.values()) == {3}
+    runs_of: dict[int, list[int]] = {}
+    for job in plan.jobs:
+        runs_of.setdefault(job.cell, []).append(job.run)
+    assert all(runs == [0, 1, 2] for runs in runs_of.values())  # numbered in the order done
+    again = multiprog.make_plan(program=FAKE, apps=["cg", "ep"], baselines=["gomp", "rm", "static"],
+                                degrees=[1, 2, 4], runs=3, seed=7, cpus=[0, 1, 2])
+    assert again.jobs == plan.jobs
+    other = multiprog.make_plan(program=FAKE, apps=["cg", "ep"], baselines=["gomp", "rm", "static"],
+                                degrees=[1, 2, 4], runs=3, seed=8, cpus=[0, 1, 2])
+    assert other.jobs != plan.jobs and sorted(other.jobs, key=str) == sorted(plan.jobs, key=str)
+    # The order interleaves the cells rather than running them one after the other.
+    cells_in_order = [job.cell for job in plan.jobs]
+    assert cells_in_order != sorted(cells_in_order)
+
+
+def test_plan_defaults_quick_and_no_dedicated() -> None:
+    plan = multiprog.make_plan(program=FAKE, cpus=[0, 1], seed=1)
+    assert plan.apps == list(multiprog.APPS) and plan.baselines == list(multiprog.BASELINES)
+    assert plan.degrees == [1, 2, 4, 8] and plan.runs == multiprog.DEFAULT_RUNS and plan.size == "W"
+    assert plan.policy == multiprog.DEFAULT_POLICY
+    quick = multiprog.make_plan(program=FAKE, cpus=[0, 1], seed=1, quick=True)
+    assert quick.degrees == [1, 2] and quick.runs == multiprog.QUICK_RUNS and quick.size == "small"
+    alone = multiprog.make_plan(program=FAKE, cpus=[0, 1], seed=1, dedicated=False, baselines=["passive"])
+    assert not any(c.dedicated for c in alone.cells)
+    only_static = multiprog.make_plan(program=FAKE, cpus=[0, 1], seed=1, baselines=["static"])
+    assert not any(c.dedicated for c in only_static.cells)  # Table 1 is rm and gomp only
+    assert plan.options()["study"] == "multiprog" and plan.catalog()[0]["benchmark"] == "study.multiprog.ep"
+
+
+# ------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("parse, text, named", [
+    (multiprog.parse_apps, "cg,bt", ["'bt'", "ep, cg, mg, sp"]),
+    (multiprog.parse_apps, "cg,", ["empty"]),
+    (multiprog.parse_baselines, "rm,pgi", ["'pgi'", "rm, gomp, passive, dynamic, static"]),
+    (multiprog.parse_degrees, "0,2", ["'0'", "from 1 to 64"]),
+    (multiprog.parse_degrees, "1,65", ["'65'", "from 1 to 64"]),
+    (multiprog.parse_degrees, "4-2", ["'4-2'"]),
+    (multiprog.parse_degrees, "two", ["'two'"]),
+    (multiprog.parse_size, "B", ["--size B", "small, S, W, A"]),
+])
+def test_bad_values_are_refused_naming_the_accepted_ones(parse: Any, text: str, named: list[str]) -> None:
+    with pytest.raises(UserError) as caught:
+        parse(text)
+    for part in named:
+        assert part in str(caught.value)
+
+
+def test_good_values_parse() -> None:
+    assert multiprog.parse_apps("sp,ep") == ["ep", "sp"]
+    assert multiprog.parse_baselines("static,rm") == ["rm", "static"]
+    assert multiprog.parse_degrees("8,1-3,2") == [1, 2, 3, 8]
+
+
+def test_plan_refuses_bad_values() -> None:
+    with pytest.raises(UserError, match="--stagger"):
+        multiprog.make_plan(program=FAKE, cpus=[0, 1], stagger_s=-1)
+    with pytest.raises(UserError, match="--policy fair: expected one of"):
+        multiprog.make_plan(program=FAKE, cpus=[0, 1], policy="fair")
+    with pytest.raises(UserError, match="--degree 0"):
+        multiprog.make_plan(program=FAKE, cpus=[0, 1], degrees=[0])
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--apps", "lu"], "unknown kernel 'lu'"),
+    (["--baselines", "nanos"], "unknown baseline 'nanos'"),
+    (["--degree", "100"], "'100' is out of range"),
+    (["--runs", "0"], "--runs 0"),
+    (["--stagger", "-2"], "--stagger -2"),
+    (["--policy", "fifo"], "--policy fifo: expected one of"),
+    (["--size", "huge"], "--size huge"),
+])
+def test_cli_bad_input_is_a_usage_error_without_traceback(run_cli: Any, args: list[str], named: str) -> None:
+    code, out, err = run_cli("study", "multiprog", *args)
+    assert code == 2
+    assert named in err and "Traceback" not in err
+
+
+def test_cli_without_the_kernels_built_says_how_to_build_them(run_cli: Any) -> None:
+    code, _, err = run_cli("study", "multiprog", "--quick")
+    assert code == 2 and "threadlab-npb not found" in err and "Traceback" not in err
+
+
+# ----------------------------------------------------------- static split
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_static_split_gives_everyone_a_cpu_and_covers_the_cpus(n: int) -> None:
+    cpus = list(range(10, 10 + n))
+    for k in range(1, 3 * n + 2):
+        shares = multiprog.static_split(cpus, k)
+        assert len(shares) == k
+        assert all(len(share) >= 1 for share in shares)
+        assert sorted({c for share in shares for c in share}) == cpus  # every CPU is used
+        if k <= n:
+            flat = [c for share in shares for c in share]
+            assert sorted(flat) == cpus  # disjoint, exactly the CPUs
+            sizes = [len(share) for share in shares]
+            assert max(sizes) - min(sizes) <= 1 and sizes == sorted(sizes, reverse=True)
+            assert all(share == list(range(share[0], share[0] + len(share))) for share in shares)  # contiguous
+        else:
+            assert all(len(share) == 1 for share in shares)
+            assert Counter(c for share in shares for c in share) == Counter(cpus[i % n] for i in range(k))
+
+
+def test_static_split_examples() -> None:
+    assert multiprog.static_split([0, 1], 1) == [[0, 1]]
+    assert multiprog.static_split([0, 1], 2) == [[0], [1]]
+    assert multiprog.static_split([0, 1, 2, 3, 4], 2) == [[0, 1, 2], [3, 4]]
+    assert multiprog.static_split([0, 1], 5) == [[0], [1], [0], [1], [0]]
+    with pytest.raises(ValueError):
+        multiprog.static_split([], 1)
+
+
+def test_launch_environments_of_the_libgomp_baselines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "active")
+    monkeypatch.setenv("GOMP_SPINCOUNT", "1")
+    monkeypatch.setenv("LD_PRELOAD", "/somewhere/libthreadlab-omp.so:/x/libother.so")
+    cpus = [0, 1, 2, 3]
+
+    def cell(baseline: str, degree: int, dedicated_cpus: int | None = None) -> multiprog.Cell:
+        return multiprog.Cell(0, "cg", baseline, degree, dedicated_cpus or 4, dedicated_cpus is not None)
+
+    gomp = multiprog.launches(cell("gomp", 3), cpus, None)
+    assert len(gomp) == 3
+    for launch in gomp:
+        assert launch.env["OMP_NUM_THREADS"] == "4" and launch.affinity is None
+        assert "OMP_WAIT_POLICY" not in launch.env and "GOMP_SPINCOUNT" not in launch.env
+        assert "OMP_DYNAMIC" not in launch.env and launch.env["LD_PRELOAD"] == "/x/libother.so"
+    assert [l.env["OMP_WAIT_POLICY"] for l in multiprog.launches(cell("passive", 2), cpus, None)] == ["passive"] * 2
+    assert [l.env["OMP_DYNAMIC"] for l in multiprog.launches(cell("dynamic", 2), cpus, None)] == ["true"] * 2
+    static = multiprog.launches(cell("static", 3), cpus, None)
+    assert [l.affinity for l in static] == [[0, 1], [2], [3]]
+    assert [l.env["OMP_NUM_THREADS"] for l in static] == ["2", "1", "1"]
+    alone = multiprog.launches(cell("gomp", 1, dedicated_cpus=2), cpus, None)
+    assert [(l.affinity, l.env["OMP_NUM_THREADS"]) for l in alone] == [([0, 1], "2")]
+
+
+# ------------------------------------------------------------ the tables
+
+
+def _cell(app: str, baseline: str, degree: int, turnarounds: list[float], dedicated: bool = False,
+          cpus: int = 2) -> multiprog.Cell:
+    cell = multiprog.Cell(0, app, baseline, degree, cpus, dedicated)
+    for t in turnarounds:
+        instances = [multiprog.Instance(t, 0, True, {"verified": True, "teams": {"2": 3, "1": 1}, "regions": 4,
+                                                      "time_s": t / 2, "managed": baseline == "rm" or None,
+                                                      "quantity": "zeta", "tolerance": 1e-9}, 10, 20)
+                     for _ in range(degree)]
+        if degree > 1:
+            instances[-1].turnaround_s = t * 2  # one slower instance: mean and max differ
+        multiprog.record_experiment(cell, multiprog.Experiment("ok", None, instances, t * 2 + 0.5))
+    return cell
+
+
+def _records() -> list[dict[str, Any]]:
+    plan = multiprog.make_plan(program=FAKE, apps=["cg"], baselines=["rm", "gomp"], degrees=[1, 4], runs=3,
+                               seed=1, cpus=[0, 1])
+    cells = [
+        _cell("cg", "gomp", 1, [1.0, 1.2, 1.4], dedicated=True, cpus=2),
+        _cell("cg", "gomp", 1, [2.0, 2.0, 2.0], dedicated=True, cpus=1),
+        _cell("cg", "rm", 1, [1.0, 1.0, 1.0]),
+        _cell("cg", "gomp", 1, [1.0, 1.0, 1.0]),
+        _cell("cg", "rm", 4, [4.0, 5.0, 6.0]),
+        _cell("cg", "gomp", 4, [8.0, 10.0, 12.0]),
+    ]
+    return [record for cell in cells for record in multiprog.cell_records(cell, plan)]
+
+
+def test_records_are_valid_and_carry_every_measure() -> None:
+    records = _records()
+    assert all(schema.record_problems(r) == [] for r in records)
+    turnaround = next(r for r in records if r["model"] == "rm" and r["params"].get("degree") == "4"
+                      and r["metric"] == "turnaround")
+    # Per experiment: instances 4, 4, 4, 8 -> mean 5; max 8; makespan 2t + 0.5.
+    assert turnaround["samples"] == pytest.approx([5.0, 6.25, 7.5])
+    by_metric = {r["metric"]: r for r in records if r["model"] == "rm" and r["params"].get("degree") == "4"}
+    assert by_metric["turnaround_max"]["samples"] == pytest.approx([8.0, 10.0, 12.0])
+    assert by_metric["makespan"]["samples"] == pytest.approx([8.5, 10.5, 12.5])
+    assert by_metric["csw_voluntary"]["samples"] == [10.0] * 3 and by_metric["csw_involuntary"]["samples"] == [20.0] * 3
+    extra = turnaround["extra"]
+    assert extra["team_min"] == 1 and extra["team_max"] == 2 and extra["team_mean"] == pytest.approx(7 / 4)
+    assert extra["teams"] == "1:12,2:36"  # 4 instances x 3 experiments x {2: 3, 1: 1}
+    assert {c["name"]: c["ok"] for c in turnaround["checks"]} == {"verified": True, "managed": True}
+    dedicated = [r for r in records if r["params"].get("mode") == "dedicated"]
+    assert {r["metric"] for r in dedicated} == {"time", "csw_voluntary", "csw_involuntary"}
+    assert {r["params"]["threads"] for r in dedicated} == {"1", "2"}
+
+
+def test_table_arithmetic_on_fixed_data() -> None:
+    rows = {(r["baseline"], r["degree"]): r for r in tables_multiprog.summary_rows(_records())}
+    rm4, gomp4 = rows[("rm", 4)], rows[("gomp", 4)]
+    assert rm4["mean_turnaround_s"] == pytest.approx(6.25)
+    assert gomp4["mean_turnaround_s"] == pytest.approx(12.5)
+    assert rm4["ratio_to_gomp"] == pytest.approx(0.5)
+    assert rows[("gomp", 1)]["ratio_to_gomp"] == pytest.approx(1.0)
+    # slowdown: against the dedicated gomp run on every CPU (mean 1.2 s).
+    assert rm4["slowdown"] == pytest.approx(6.25 / 1.2)
+    assert rm4["mean_turnaround_max_s"] == pytest.approx(10.0)
+    assert rm4["mean_makespan_s"] == pytest.approx(10.5)
+    # 95% t interval of 5, 6.25, 7.5: mean +- t(0.975, 2) * sd / sqrt(3).
+    half = 4.302652729911275 * 1.25 / math.sqrt(3)
+    assert (rm4["low_s"], rm4["high_s"]) == (pytest.approx(6.25 - half), pytest.approx(6.25 + half))
+    assert all(r["verified"] for r in rows.values())
+
+
+def test_tables_render(capsys: pytest.CaptureFixture[str]) -> None:
+    from rich.console import Console
+
+    console = Console(width=200, force_terminal=False)
+    tables_multiprog.render(console, _records(), title="Study multiprog, run 1")
+    out = capsys.readouterr().out
+    for text in ("the seed's Table 1", "the seed's Table 2", "Against plain libgomp", "cg: context switches"):
+        assert text in out
+    assert "0.500 [" in out  # rm/gomp at k=4
+    assert "6.25 s [" in out and "12.5 s [" in out
+
+
+def test_slowdown_falls_back_to_gomp_at_degree_1_without_dedicated_runs() -> None:
+    records = [r for r in _records() if r["params"].get("mode") != "dedicated"]
+    rows = {(r["baseline"], r["degree"]): r for r in tables_multiprog.summary_rows(records)}
+    assert rows[("rm", 4)]["slowdown"] == pytest.approx(6.25)
+
+
+def test_a_wrong_instance_fails_the_cell_check() -> None:
+    plan = multiprog.make_plan(program=FAKE, apps=["cg"], baselines=["gomp"], degrees=[2], runs=1, seed=1,
+                               cpus=[0, 1])
+    bad = multiprog.Instance(1.0, 1, False, {"verified": False, "kernel": "cg", "quantity": "zeta", "value": 3.0,
+                                             "reference": 2.0, "detail": "x"}, 1, 1)
+    problem = multiprog._instance_problem(bad)
+    assert problem is not None and problem[0] == "wrong" and "did not verify" in problem[1]
+    crashed = multiprog.Instance(1.0, -9, False, {}, 1, 1, "boom")
+    assert multiprog._instance_problem(crashed) == ("failed", "killed by signal 9: boom")
+    cell = multiprog.Cell(0, "cg", "gomp", 2, 2, False)
+    good = multiprog.Instance(1.0, 0, True, {"verified": True}, 1, 1)
+    multiprog.record_experiment(cell, multiprog.Experiment("wrong", "1 of 2 instances: cg did not verify", [good, bad],
+                                                           1.0))
+    multiprog.record_experiment(cell, multiprog.Experiment("failed", "timed out after 5 s", [], 0.0))
+    record = multiprog.cell_records(cell, plan)[0]
+    checks = {c["name"]: c for c in record["checks"]}
+    assert not checks["verified"]["ok"] and not checks["runs"]["ok"]
+    assert "timed out" in checks["runs"]["detail"]
+
+
+# ------------------------------------------------------------ the kernels
+
+
+@needs_npb
+@pytest.mark.parametrize("kernel", multiprog.APPS)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_every_kernel_verifies_at_the_small_size(kernel: str, threads: int) -> None:
+    env = {**multiprog.clean_environment(), "OMP_NUM_THREADS": str(threads)}
+    done = subprocess.run([str(NPB), kernel, "--size", "small"], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    assert data["verified"] is True and data["kernel"] == kernel and data["size"] == "small"
+    assert data["error"] <= data["tolerance"]
+    assert data["team_max"] == threads and data["regions"] >= 1 and data["managed"] is None
+    assert sum(data["teams"].values()) == data["regions"]
+
+
+@needs_npb
+def test_npb_usage_errors() -> None:
+    for args, text in ((["bt"], "unknown kernel 'bt'"), (["cg", "--size", "Z"], "cg has sizes small S W A"),
+                       (["cg", "--bogus"], "unexpected argument '--bogus'")):
+        done = subprocess.run([str(NPB), *args], capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode == 2 and text in done.stderr
+
+
+_A, _MASK = 1220703125, (1 << 46) - 1
+
+
+def _randlc(state: list[int], a: int = _A) -> float:
+    state[0] = (a * state[0]) & _MASK
+    return state[0] / 2.0**46
+
+
+@needs_npb
+def test_ep_small_reference_recomputed_sequentially() -> None:
+    """NAS EP for M = 20 in plain Python: one sequential stream of the
+    generator (the kernel jumps ahead per batch instead)."""
+    state, sx, sy = [271828183], 0.0, 0.0
+    for _ in range(1 << 20):
+        x1, x2 = 2 * _randlc(state) - 1, 2 * _randlc(state) - 1
+        t = x1 * x1 + x2 * x2
+        if t <= 1.0:
+            f = math.sqrt(-2.0 * math.log(t) / t)
+            sx, sy = sx + x1 * f, sy + x2 * f
+    data = json.loads(subprocess.run([str(NPB), "ep", "--size", "small"], capture_output=True, text=True, timeout=60,
+                                     check=True).stdout)
+    assert data["value"] == pytest.approx(sx, rel=1e-10) and data["value2"] == pytest.approx(sy, rel=1e-10)
+
+
+@needs_npb
+def test_cg_small_reference_recomputed_with_numpy() -> None:
+    """The CG kernel's matrix and inverse power iteration, in numpy, dense."""
+    import numpy as np
+
+    na, nonzer, niter, cgit, shift = 1400, 7, 8, 25, 10.0
+    state = [314159265]
+    a = np.zeros((na, na))
+    for i in range(na):
+        for _ in range((nonzer + 1) * (nonzer + 1) // 2):
+            j = int(_randlc(state) * na)
+            w = _randlc(state)
+            if j == i or j >= na:
+                continue
+            a[i, j] -= w
+            a[j, i] -= w
+            a[i, i] += w
+            a[j, j] += w
+    for i in range(na):
+        a[i, i] += shift + _randlc(state)
+    x = np.full(na, 1.0 / math.sqrt(na))
+    zeta = 0.0
+    for _ in range(niter):
+        z, r, p = np.zeros(na), x.copy(), x.copy()
+        rho = r @ r
+        for _ in range(cgit):
+            q = a @ p
+            alpha = rho / (p @ q)
+            z += alpha * p
+            r -= alpha * q
+            rho_new = r @ r
+            p = r + rho_new / rho * p
+            rho = rho_new
+        zeta = 1.0 / (x @ z)
+        x = z / np.linalg.norm(z)
+    data = json.loads(subprocess.run([str(NPB), "cg", "--size", "small"], capture_output=True, text=True, timeout=60,
+                                     check=True).stdout)
+    assert data["value"] == pytest.approx(zeta, rel=1e-9)
+    assert shift < zeta < shift + 1  # between the Gershgorin bound and the largest diagonal excess
+
+
+# ------------------------------------------------------------ end to end
+
+
+def _study(db: Path, *args: str, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "threadlab", "--db", str(db), "study", "multiprog", *args],
+                          capture_output=True, text=True, timeout=timeout, check=False,
+                          env={**(env or os.environ), "PYTHONPATH": str(REPO / "python"),
+                               "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR)})
+
+
+def _processes_with(marker: str) -> list[str]:
+    """Live processes whose environment holds marker (our children and the
+    managers they started)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes().split(b"\0"):
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            continue
+    return found
+
+
+@needs_all
+def test_quick_study_end_to_end_with_show_and_report(db_path: Path, tmp_path: Path, run_cli: Any,
+                                                     real_native: Path) -> None:
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    done = _study(db_path, "--quick", "--runs", "1", "--name", "mp", "--seed", "3",
+                  env={**os.environ, "TMPDIR": str(private_tmp)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _processes_with(f"TMPDIR={private_tmp}") == []  # every instance and manager is gone
+    assert list(private_tmp.iterdir()) == []  # the private managers' directories are removed
+    records = stored_records(db_path)
+    assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []
+    assert all(r["status"] == "ok" for r in records)
+    turnaround = [r for r in records if r["metric"] == "turnaround"]
+    assert {(r["benchmark"], r["model"], r["params"]["degree"]) for r in turnaround} == {
+        (f"study.multiprog.{a}", b, k) for a in multiprog.APPS for b in multiprog.BASELINES for k in ("1", "2")}
+    ncpus = len(os.sched_getaffinity(0))
+    dedicated = [r for r in records if r["metric"] == "time"]
+    assert len(dedicated) == len(multiprog.APPS) * 2 * ncpus
+    for record in turnaround + dedicated:
+        assert next(c for c in record["checks"] if c["name"] == "verified")["ok"]
+        extra = record["extra"]
+        assert 1 <= extra["team_min"] <= extra["team_max"] <= ncpus
+        if record["model"] == "rm":
+            assert next(c for c in record["checks"] if c["name"] == "managed")["ok"]
+        if record["model"] == "static" and ncpus == 2 and record["params"].get("degree") == "2":
+            assert extra["team_max"] == 1  # each instance's share is one CPU
+    for text in ("the seed's Table 1", "the seed's Table 2", "Against plain libgomp"):
+        assert text in done.stdout
+    with sqlite3.connect(db_path) as connection:
+        options, status = connection.execute("SELECT options, status FROM runs").fetchone()
+    assert json.loads(options)["study"] == "multiprog" and json.loads(options)["seed"] == 3 and status == "complete"
+    code, out, _ = run_cli("--db", str(db_path), "show", "mp")
+    assert code == 0 and "the seed's Table 2" in out and "Study of run 1 (mp)" in out
+    report_dir = tmp_path / "report"
+    code, out, err = run_cli("--db", str(db_path), "report", "mp", "-o", str(report_dir))
+    assert code == 0, err
+    figures = {p.name for p in (report_dir / "figures").iterdir()}
+    assert {f"run1-multiprog-{a}.png" for a in multiprog.APPS} <= figures
+    assert "mean turnaround per degree" in (report_dir / "index.html").read_text()
+
+
+@needs_all
+def test_ctrl_c_keeps_the_finished_cells_and_leaves_nothing_running(db_path: Path, tmp_path: Path) -> None:
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "threadlab", "--db", str(db_path), "study", "multiprog", "--quick", "--runs", "1",
+         "--apps", "cg", "--degree", "1,2,3,4,5,6", "--no-dedicated", "--seed", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "python"), "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR),
+             "TMPDIR": str(private_tmp)})
+    try:
+        wait_for_records(db_path, 5, timeout_s=120)  # one cell is stored
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err[-2000:]
+    assert "interrupted after" in err and "Traceback" not in err
+    deadline = time.monotonic() + 5
+    while _processes_with(f"TMPDIR={private_tmp}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_with(f"TMPDIR={private_tmp}") == []
+    records = stored_records(db_path)
+    assert records and all(schema.record_problems(r) == [] for r in records)
+    with sqlite3.connect(db_path) as connection:
+        assert connection.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+
+
+def test_an_instance_that_cannot_start_fails_its_experiment(tmp_path: Path) -> None:
+    program = tmp_path / "threadlab-npb"
+    program.write_text("not a program\n")
+    program.chmod(0o755)  # executable, but no interpreter line: exec fails
+    plan = multiprog.make_plan(program=program, apps=["cg"], baselines=["gomp"], degrees=[2], runs=1, seed=1,
+                               cpus=[0], dedicated=False)
+    from threadlab.runner import StopRequest
+
+    experiment = multiprog.run_experiment(plan, plan.cells[0], StopRequest())
+    assert experiment is not None and experiment.kind == "failed"
+    assert experiment.reason is not None and "cannot start threadlab-npb" in experiment.reason
+
+
+def test_an_instance_that_does_not_verify_fails_the_study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          run_cli: Any, db_path: Path) -> None:
+    """A stand-in threadlab-npb whose second instance reports a wrong
+    result: the cell's `verified` check fails and the study exits 1."""
+    directory = tmp_path / "native"
+    directory.mkdir()
+    program = directory / "threadlab-npb"
+    program.write_text(f"""#!{sys.executable}
+import json, os, sys, time
+marker = os.path.join({str(tmp_path)!r}, "first")
+first = not os.path.exists(marker)
+open(marker, "a").close()
+ok = first
+print(json.dumps({{"kernel": sys.argv[1], "size": sys.argv[3], "verified": ok, "quantity": "zeta", "value": 1.0,
+                  "reference": 1.0 if ok else 2.0, "tolerance": 1e-9, "detail": "stand-in", "regions": 3,
+                  "teams": {{os.environ["OMP_NUM_THREADS"]: 3}}, "time_s": 0.01, "managed": None}}))
+sys.exit(0 if ok else 1)
+""")
+    program.chmod(0o755)
+    monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(directory))
+    code, out, err = run_cli("--db", str(db_path), "study", "multiprog", "--apps", "cg", "--baselines", "gomp",
+                             "--degree", "2", "--runs", "1", "--no-dedicated", "--quiet")
+    assert code == 1, err
+    records = stored_records(db_path)
+    assert {r["metric"] for r in records} == set(multiprog.METRICS)
+    verified = next(c for c in records[0]["checks"] if c["name"] == "verified")
+    assert not verified["ok"] and "1 of 1 experiments" in verified["detail"] and "did not verify" in verified["detail"]
+    assert "!" in out  # the table marks the cell

@@ -1,0 +1,266 @@
+"""threadlab-rm through threadlab.rm and `threadlab rm ...`, for real: a
+private manager per test (its own directory and arena), its status, live
+changes, slot reclamation after SIGKILL, a full arena, and the command
+line's errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from conftest import REPO
+from rmtools import NCPUS, Lab, lab, native_env, needs_native, poll  # noqa: F401 - fixtures
+from threadlab import rm
+from threadlab.errors import ThreadlabError, UserError
+
+CliRunner = Callable[..., tuple[int, str, str]]
+
+
+def test_status_of_a_fresh_manager(lab: Lab, run_cli: CliRunner) -> None:
+    manager = lab.start_manager(policy="equipartition", quantum_ms=30)
+    assert manager.alive()
+    state = manager.status()
+    assert state["running"] is True
+    assert state["arena"] == rm.arena_name(lab.directory) == manager.arena
+    assert state["manager"]["pid"] == manager.pid
+    assert state["manager"]["policy"] == "equipartition"
+    assert state["manager"]["quantum_ms"] == 30
+    assert state["ncpus"] == NCPUS
+    assert state["nslots"] == 64
+    assert state["apps"] == []
+    assert (lab.directory / "rm.pid").read_text().strip() == str(manager.pid)
+    assert rm.Manager.running(lab.directory) is not None
+
+    code, out, err = run_cli("rm", "status", "--json")  # $THREADLAB_RM_DIR is the lab's
+    assert code == 0, err
+    assert json.loads(out)["manager"]["pid"] == manager.pid
+    code, out, _ = run_cli("rm", "status")
+    assert code == 0
+    assert f"manager pid {manager.pid}: policy equipartition, quantum 30 ms" in out
+    assert "no program registered" in out
+
+
+def test_stop_frees_the_arena(lab: Lab, run_cli: CliRunner) -> None:
+    manager = lab.start_manager()
+    code, out, err = run_cli("rm", "stop", "--dir", str(lab.directory))
+    assert code == 0, err
+    assert f"stopped (pid {manager.pid})" in out
+    assert not manager.alive()
+    assert not Path("/dev/shm" + manager.arena).exists()
+    assert rm.Manager.running(lab.directory) is None
+    code, out, err = run_cli("rm", "status", "--json")
+    assert code == rm.EXIT_NOT_RUNNING
+    assert json.loads(out)["running"] is False
+
+
+def test_stop_after_a_kill_removes_the_arena_left(lab: Lab, run_cli: CliRunner) -> None:
+    manager = lab.start_manager()
+    manager.kill()
+    poll("the killed manager gone", lambda: not manager.alive())
+    code, out, err = run_cli("rm", "status")
+    assert code == rm.EXIT_NOT_RUNNING
+    assert f"NOT RUNNING (last pid {manager.pid}" in out
+    code, _, err = run_cli("rm", "stop")
+    assert code == rm.EXIT_NOT_RUNNING
+    assert "was not running" in err and "removed the arena" in err
+    assert not Path("/dev/shm" + manager.arena).exists()
+    code, _, err = run_cli("rm", "status")
+    assert code == rm.EXIT_NOT_RUNNING and "no resource manager is running" in err
+
+
+def test_set_changes_policy_and_quantum_live(lab: Lab, run_cli: CliRunner) -> None:
+    manager = lab.start_manager(policy="equipartition", quantum_ms=50)
+    manager.set(policy="static")
+    assert manager.status()["manager"]["policy"] == "static"
+    code, out, err = run_cli("rm", "set", "--policy", "ts", "--quantum-ms", "35")
+    assert code == 0, err
+    assert "policy timeshare, quantum 35 ms" in out
+    m = manager.status()["manager"]
+    assert (m["policy"], m["quantum_ms"], m["pid"]) == ("timeshare", 35, manager.pid)
+    quanta = m["quanta"]
+    poll("the manager keeps ticking after the change", lambda: manager.status()["manager"]["quanta"] > quanta)
+
+
+def test_start_options_reach_the_daemon(lab: Lab, run_cli: CliRunner) -> None:
+    code, out, err = run_cli("rm", "start", "--policy", "static", "--quantum-ms", "40", "--cpus", "0", "--slots", "3")
+    assert code == 0, err
+    pid = int(out.split("(pid ")[1].split(")")[0])
+    lab.managers.append(rm.Manager(lab.directory, pid))
+    state = rm.status()
+    assert (state["manager"]["policy"], state["manager"]["quantum_ms"]) == ("static", 40)
+    assert (state["cpus"], state["ncpus"], state["nslots"]) == ("0", 1, 3)
+
+
+def test_a_second_start_is_refused_with_the_reason(lab: Lab, run_cli: CliRunner) -> None:
+    manager = lab.start_manager()
+    with pytest.raises(ThreadlabError, match="already running"):
+        rm.Manager.start(directory=lab.directory)
+    code, _, err = run_cli("rm", "start")
+    assert code == 1
+    assert f"already running (pid {manager.pid}" in err
+    assert "rm.log" in err  # the log tail comes with the reason
+    assert manager.alive()
+
+
+def test_slot_is_reclaimed_after_sigkill(lab: Lab) -> None:
+    manager = lab.start_manager()
+    program = lab.probe("--kinds", "parallel", "--work-us", "50", "--seconds", "60")
+    app = lab.registered(manager, program)
+    assert app["alive"] is True and app["team"] >= 1
+    os.kill(program.pid, signal.SIGKILL)
+    program.finish()
+    state = poll("the dead program's slot freed",
+                 lambda: (s := manager.status())["apps"] == [] and s["counters"]["reclaimed"] >= 1 and s)
+    assert state["counters"]["arrivals"] == 1
+
+
+def test_full_arena_runs_the_next_program_unmanaged(lab: Lab) -> None:
+    manager = lab.start_manager(slots=1)
+    first = lab.probe("--kinds", "parallel", "--work-us", "50", "--seconds", "60")
+    lab.registered(manager, first)
+    second = lab.probe("--kinds", "parallel", "--rounds", "200")
+    code, summary, err = second.summary()
+    assert code == 0
+    assert summary["work_ok"] is True and summary["regions"] == 200
+    assert summary["shim_state"] == 1  # unmanaged, never blocked
+    assert any("arena is full" in line for line in err), err
+    state = manager.status()
+    assert state["counters"]["full"] >= 1
+    assert [a["pid"] for a in state["apps"]] == [first.pid]
+
+
+def test_status_table_lists_programs(lab: Lab, run_cli: CliRunner) -> None:
+    manager = lab.start_manager()
+    program = lab.probe("--kinds", "parallel", "--work-us", "50", "--seconds", "60")
+    lab.registered(manager, program)
+    code, out, err = run_cli("rm", "status")
+    assert code == 0, err
+    for header in ("slot", "pid", "requested", "allocated", "CPUs", "epoch", "heartbeat"):
+        assert header in out
+    row = next(line for line in out.splitlines() if f" {program.pid} " in f" {line} ")
+    assert "threadlab-omp-p" in row
+
+
+def test_status_watch_refreshes_until_interrupted(lab: Lab) -> None:
+    manager = lab.start_manager()
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    watcher = subprocess.Popen([sys.executable, "-m", "threadlab", "rm", "status", "--watch", "0.05", "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert watcher.stdout is not None
+        quanta = [json.loads(watcher.stdout.readline())["manager"]["quanta"] for _ in range(3)]
+        assert quanta == sorted(quanta) and quanta[-1] > quanta[0]  # live, not one snapshot repeated
+        watcher.send_signal(signal.SIGINT)
+        assert watcher.wait(20) == 0
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.wait()
+    assert manager.alive()
+
+
+def test_a_foreign_arena_is_refused_until_reset(lab: Lab, run_cli: CliRunner) -> None:
+    arena = Path("/dev/shm" + rm.arena_name(lab.directory))
+    arena.write_bytes(b"\xff" * 4096)  # what another layout, or garbage, looks like
+    try:
+        code, _, err = run_cli("rm", "status")
+        assert code == 1
+        assert "refusing the arena" in err and "not a threadlab-rm arena" in err
+        code, _, err = run_cli("rm", "start")
+        assert code == 1 and "--reset" in err
+        manager = lab.start_manager(reset=True)
+        assert manager.status()["layout_version"] == 1
+    finally:
+        lab.close()
+        arena.unlink(missing_ok=True)
+
+
+# ----------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["rm", "start", "--policy", "fifo"],
+         "--policy fifo: expected one of timeshare, equipartition, static (equi = equipartition"),
+        (["rm", "start", "--quantum-ms", "0"], "--quantum-ms 0: expected an integer from 1 to 60000"),
+        (["rm", "start", "--quantum-ms", "60001"], "--quantum-ms 60001: expected an integer from 1 to 60000"),
+        (["rm", "start", "--slots", "0"], "--slots 0: expected an integer from 1 to 4096"),
+        (["rm", "start", "--cpus", "3-1"], "--cpus 3-1: bad part '3-1'; expected a CPU list such as 0-3,6"),
+        (["rm", "set", "--policy", "fair"], "--policy fair: expected one of timeshare, equipartition, static"),
+        (["rm", "set"], "nothing to set: give --policy P and/or --quantum-ms N"),
+        (["rm", "stop", "--timeout", "0"], "--timeout 0: expected a number from 0.1 to 3600 (seconds)"),
+        (["rm", "status", "--watch", "0"], "--watch 0: expected a number from 0.05 to 3600 (seconds)"),
+        (["rm"], "an action is required: start, stop, status or set"),
+        (["rm", "restart"], "invalid choice: 'restart'"),
+        (["omp"], "an action is required: run"),
+        (["omp", "run"], "a program is required"),
+        (["omp", "run", "--", "no-such-program-xyz"], "PROGRAM no-such-program-xyz: not found on $PATH"),
+    ],
+)
+def test_usage_errors(args: list[str], message: str, run_cli: CliRunner, native_env: None) -> None:
+    code, out, err = run_cli(*args)
+    assert code == 2
+    assert message in err
+    assert err.startswith("threadlab: error: ") and "Traceback" not in err
+    assert out == ""
+
+
+@needs_native
+@pytest.mark.parametrize("action", [["stop"], ["status"], ["set", "--policy", "static"]])
+def test_no_manager_says_so(action: list[str], run_cli: CliRunner, native_env: None, tmp_path: Path) -> None:
+    code, out, err = run_cli("rm", *action, "--dir", str(tmp_path / "none"))
+    assert code == rm.EXIT_NOT_RUNNING
+    assert "no resource manager is running" in err and str(tmp_path / "none") in err
+
+
+def test_api_refuses_bad_values(native_env: None, tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="policy fair: expected one of timeshare, equipartition, static"):
+        rm.Manager.start(directory=tmp_path, policy="fair")
+    with pytest.raises(UserError, match="quantum 0 ms: expected an integer from 1 to 60000"):
+        rm.Manager.start(directory=tmp_path, quantum_ms=0)
+    with pytest.raises(UserError, match="CPU -1"):
+        rm.Manager.start(directory=tmp_path, cpus=[-1])
+    beyond = max(os.sched_getaffinity(0)) + 1
+    with pytest.raises(UserError, match=f"CPU {beyond} is not available to this process"):
+        rm.Manager.start(directory=tmp_path, cpus=[beyond])
+    assert not (tmp_path / "rm.pid").exists()
+
+
+def test_missing_build_says_how_to_build(tmp_path: Path) -> None:
+    # conftest points THREADLAB_NATIVE_DIR at an empty directory
+    with pytest.raises(UserError, match="threadlab-rm not found .*point it at a build's bin directory"):
+        rm.find_native("threadlab-rm")
+    with pytest.raises(UserError, match="libthreadlab-omp.so not found"):
+        rm.shim_environment()
+
+
+def test_arena_names_follow_the_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(rm.DIR_ENV, raising=False)
+    monkeypatch.delenv(rm.ARENA_ENV, raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    assert rm.runtime_dir() == tmp_path / "xdg" / "threadlab"
+    standard = f"/threadlab-rm-{os.getuid()}"
+    assert rm.arena_name() == standard  # the daemon's own default
+    private_a, private_b = rm.arena_name(tmp_path / "a"), rm.arena_name(tmp_path / "b")
+    assert len({standard, private_a, private_b}) == 3
+    monkeypatch.setenv(rm.DIR_ENV, str(tmp_path / "a"))
+    assert rm.runtime_dir() == tmp_path / "a"
+    assert rm.arena_name() == private_a
+    monkeypatch.setenv(rm.ARENA_ENV, "mine")  # the environment's own pair wins
+    assert rm.arena_name() == "/mine"
+    assert rm.arena_name(tmp_path / "b") == private_b
+
+
+def test_help_documents_exit_status(run_cli: CliRunner) -> None:
+    for args in (["rm", "start"], ["rm", "stop"], ["rm", "status"], ["rm", "set"], ["omp", "run"]):
+        code, out, _ = run_cli(*args, "--help")
+        assert code == 0
+        assert "exit status" in out, args

@@ -3,6 +3,7 @@
  * creation from a foreign kernel thread, re-initialisation. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "check_async.h"
 #include "threadlab/ult.h"
 
 #include <errno.h>
@@ -21,15 +22,6 @@
 
 /* CHECK is not thread-safe: ULTs on other VPs count failures here, and the
  * primordial ULT checks the count. */
-static _Atomic int async_failures;
-#define ACHECK(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            atomic_fetch_add(&async_failures, 1);                                                  \
-            fprintf(stderr, "%s:%d: ACHECK failed: %s\n", __FILE__, __LINE__, #cond);             \
-        }                                                                                          \
-    } while (0)
-
 static void init_with(unsigned nvps, int inline_join)
 {
     tl_ult_config cfg;

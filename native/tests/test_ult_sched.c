@@ -5,6 +5,7 @@
  * lost wake-up shows as a hang: the alarm turns it into a failure. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "check_async.h"
 #include "threadlab/ult.h"
 
 #include <pthread.h>
@@ -22,22 +23,6 @@
 #else
 #define SCALE 1
 #endif
-
-static _Atomic int async_failures;
-#define ACHECK(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            atomic_fetch_add(&async_failures, 1);                                                  \
-            fprintf(stderr, "%s:%d: ACHECK failed: %s\n", __FILE__, __LINE__, #cond);             \
-        }                                                                                          \
-    } while (0)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void spin_ns(uint64_t ns)
 {

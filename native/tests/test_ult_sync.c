@@ -4,6 +4,7 @@
  * sleep durations) on one VP and on several. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "check_async.h"
 #include "threadlab/ult.h"
 
 #include <errno.h>
@@ -20,22 +21,6 @@
 #else
 #define SCALE 1
 #endif
-
-static _Atomic int async_failures;
-#define ACHECK(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            atomic_fetch_add(&async_failures, 1);                                                  \
-            fprintf(stderr, "%s:%d: ACHECK failed: %s\n", __FILE__, __LINE__, #cond);             \
-        }                                                                                          \
-    } while (0)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void init_vps(unsigned n)
 {

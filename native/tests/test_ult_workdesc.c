@@ -5,6 +5,7 @@
  * input dependences starts only after all of them). */
 #define _GNU_SOURCE
 #include "check.h"
+#include "check_async.h"
 #include "threadlab/ult.h"
 
 #include <errno.h>
@@ -20,15 +21,6 @@
 #else
 #define SCALE 1
 #endif
-
-static _Atomic int async_failures;
-#define ACHECK(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            atomic_fetch_add(&async_failures, 1);                                                  \
-            fprintf(stderr, "%s:%d: ACHECK failed: %s\n", __FILE__, __LINE__, #cond);             \
-        }                                                                                          \
-    } while (0)
 
 /* ---- work descriptors ------------------------------------------------------------- */
 

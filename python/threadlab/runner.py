@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from threadlab import native, schema
 from threadlab.native import BenchmarkInfo, PointOptions
+from threadlab.record import new_record
 
 # After the program exits, its forked helpers may hold stdout open; wait
 # this long for EOF before killing the group.
@@ -105,30 +106,11 @@ def failed_record(point: Point, reason: str, **extra: Any) -> dict[str, Any]:
         for key, value in {"produced_by": "threadlab", **extra}.items()
         if value is not None
     }
-    return {
-        "schema": schema.RECORD_SCHEMA_ID,
-        "benchmark": point.info.benchmark,
-        "model": point.info.model,
-        "metric": "time",
-        "params": dict(point.params),
-        "placement": point.record_placement,
-        "cpus": [],
-        "unit": point.info.unit,
-        "quantity": point.info.quantity or "time",
-        "status": "failed",
-        "reason": reason,
-        "clock": None,
-        "iterations": None,
-        "actions_per_iteration": None,
-        "warmup": 0,
-        "overhead_ns": None,
-        "samples": [],
-        "summary": None,
-        "stop": None,
-        "derived": None,
-        "checks": [],
-        "extra": clean_extra,
-    }
+    return new_record(
+        point.info.benchmark, point.info.model, metric="time", params=point.params,
+        placement=point.record_placement, cpus=[], unit=point.info.unit, quantity=point.info.quantity or "time",
+        status="failed", reason=reason, extra=clean_extra,
+    )
 
 
 def _check_belongs(point: Point, record: dict[str, Any]) -> None:

@@ -21,8 +21,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from threadlab import stats
+from threadlab.record import RECORD_SCHEMA_ID  # noqa: F401  (the format's id, re-exported)
 
-RECORD_SCHEMA_ID = "threadlab.record/1"
 RECORD_SCHEMA_FILE = "record-1.json"
 
 # The producer prints 10 significant digits (native/core/json.c); values

@@ -43,8 +43,8 @@ from threadlab.native import repository_root
 from threadlab.producers import jdk as jdk_module
 from threadlab.producers import limits as limits_module
 from threadlab.producers.limits import MachineLimits, ThreadCost
+from threadlab.record import new_record
 
-SCHEMA_ID = "threadlab.record/1"
 SUITE = "jvm"
 MODELS: dict[str, str] = {"jvm-platform": "platform", "jvm-virtual": "virtual"}
 COSTS: dict[str, ThreadCost] = {"jvm-platform": limits_module.PLATFORM_THREAD, "jvm-virtual": limits_module.VIRTUAL_THREAD}
@@ -246,30 +246,8 @@ def base_jvm_args(jdk: jdk_module.Jdk, scratch: Path) -> list[str]:
 
 
 def record_base(bench: JvmBenchmark, model: str, params: dict[str, str]) -> dict[str, Any]:
-    return {
-        "schema": SCHEMA_ID,
-        "benchmark": bench.name,
-        "model": model,
-        "metric": bench.metric,
-        "params": dict(params),
-        "placement": "unbound",
-        "cpus": [None],
-        "unit": bench.unit,
-        "quantity": bench.quantity,
-        "status": "ok",
-        "reason": None,
-        "clock": None,
-        "iterations": None,
-        "actions_per_iteration": None,
-        "warmup": 0,
-        "overhead_ns": None,
-        "samples": [],
-        "summary": None,
-        "stop": None,
-        "derived": None,
-        "checks": [],
-        "extra": {},
-    }
+    return new_record(bench.name, model, metric=bench.metric, params=params, placement="unbound", cpus=[None],
+                      unit=bench.unit, quantity=bench.quantity)
 
 
 def not_measured(bench: JvmBenchmark, model: str, params: dict[str, str], status: str, reason: str,

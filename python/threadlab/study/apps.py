@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from threadlab import native, schema, stats
 from threadlab.errors import ThreadlabError, UserError
+from threadlab.record import new_record
 from threadlab.runner import StopRequest, kill_group
 
 STUDY = "apps"
@@ -900,30 +901,11 @@ def _extra(cell: Cell, plan: Plan) -> dict[str, Any]:
 
 
 def _base_record(cell: Cell, plan: Plan, metric: str, unit: str, quantity: str) -> dict[str, Any]:
-    return {
-        "schema": schema.RECORD_SCHEMA_ID,
-        "benchmark": BENCHMARK_PREFIX + cell.kernel.name,
-        "model": cell.scenario.platform,
-        "metric": metric,
-        "params": _params(cell),
-        "placement": PLACEMENT_OF[cell.scenario.affinity],
-        "cpus": _cpus(cell, plan),
-        "unit": unit,
-        "quantity": quantity,
-        "status": "ok",
-        "reason": None,
-        "clock": None,
-        "iterations": None,
-        "actions_per_iteration": None,
-        "warmup": 0,
-        "overhead_ns": None,
-        "samples": [],
-        "summary": None,
-        "stop": None,
-        "derived": None,
-        "checks": [],
-        "extra": _extra(cell, plan),
-    }
+    return new_record(
+        BENCHMARK_PREFIX + cell.kernel.name, cell.scenario.platform, metric=metric, params=_params(cell),
+        placement=PLACEMENT_OF[cell.scenario.affinity], cpus=_cpus(cell, plan), unit=unit, quantity=quantity,
+        extra=_extra(cell, plan),
+    )
 
 
 METRICS: tuple[str, ...] = ("time", "rate", "process")

@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from threadlab import rm, schema, stats
 from threadlab.errors import ThreadlabError, UserError
+from threadlab.record import new_record
 from threadlab.runner import StopRequest
 from threadlab.study.apps import Job, StudyProgress, StudyResult, allowed_cpus, drive, interleaved_jobs
 
@@ -613,13 +614,10 @@ def cell_records(cell: Cell, plan: Plan) -> list[dict[str, Any]]:
     specs = DEDICATED_METRICS if cell.dedicated else METRICS
     for metric, (unit, quantity, attribute) in specs.items():
         samples = [float(v) for v in getattr(cell, attribute)]
-        record: dict[str, Any] = {
-            "schema": schema.RECORD_SCHEMA_ID, "benchmark": BENCHMARK_PREFIX + cell.app, "model": cell.baseline,
-            "metric": metric, "params": _params(cell, plan), "placement": "unbound", "cpus": [],
-            "unit": unit, "quantity": quantity, "status": "ok", "reason": None, "clock": None, "iterations": None,
-            "actions_per_iteration": None, "warmup": 0, "overhead_ns": None, "samples": [], "summary": None,
-            "stop": None, "derived": None, "checks": [], "extra": _extra(cell, plan),
-        }
+        record = new_record(
+            BENCHMARK_PREFIX + cell.app, cell.baseline, metric=metric, params=_params(cell, plan),
+            placement="unbound", cpus=[], unit=unit, quantity=quantity, extra=_extra(cell, plan),
+        )
         if not samples:
             record.update(status="failed", reason=cell.failures[0] if cell.failures else "no experiment completed",
                           checks=_checks(cell) if cell.runs_done else [])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -149,3 +150,26 @@ def test_shim_environment_keeps_the_users_wait_policy(native_env: None, tmp_path
     again = rm.shim_environment(env, directory=tmp_path)  # idempotent: the shim once, the user's setting kept
     assert again["LD_PRELOAD"] == env["LD_PRELOAD"] == str(os.path.abspath(SHIM))
     assert again["THREADLAB_OMP_DYNAMIC_ORIG"] == "unset"
+
+
+def _dynamic_symbols(library: Path) -> set[str]:
+    """The defined dynamic symbols of a shared object (nm -D)."""
+    out = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True, check=True)
+    return {line.split()[-1].split("@")[0] for line in out.stdout.splitlines() if line.strip()}
+
+
+@needs_native
+def test_the_shims_abi_header_matches_libgomp_and_the_shim() -> None:
+    """gomp_abi.h declares the GOMP entries by hand (libgomp_g.h is not
+    installed): each must exist in libgomp.so.1, and every GOMP entry the
+    shim exports must be declared there, so a misspelt or missing
+    interposition cannot go unnoticed."""
+    header = (Path(__file__).resolve().parents[1] / "native" / "omp" / "gomp_abi.h").read_text()
+    declared = set(re.findall(r"\b(GOMP_\w+)\(", header))
+    assert len(declared) > 20
+    libgomp = subprocess.run(["gcc", "-print-file-name=libgomp.so.1"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    exported_by_libgomp = _dynamic_symbols(Path(libgomp))
+    assert declared - exported_by_libgomp == set()
+    shim_gomp = {s for s in _dynamic_symbols(SHIM) if s.startswith("GOMP_")}
+    assert shim_gomp and shim_gomp - declared == set()

@@ -30,6 +30,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "threadlab/compiler.h"
 #include "threadlab/apps.h"
 
 #ifndef THREADLAB_APP_CFLAGS
@@ -70,17 +71,6 @@ static double now_s(void)
 static int arch_bits(void)
 {
     return (int)(sizeof(void *) * CHAR_BIT);
-}
-
-static const char *sanitizer_name(void)
-{
-#if defined(__SANITIZE_THREAD__)
-    return "thread";
-#elif defined(__SANITIZE_ADDRESS__)
-    return "address";
-#else
-    return NULL;
-#endif
 }
 
 /* ------------------------------------------------------------ JSON out */
@@ -360,7 +350,7 @@ static void print_env(void)
     key("compiler", 0); json_string("gcc " __VERSION__);
     key("cflags", 0); json_string(THREADLAB_APP_CFLAGS);
     key("build_type", 0); json_string(THREADLAB_BUILD_TYPE);
-    key("sanitizer", 0); json_string(sanitizer_name());
+    key("sanitizer", 0); json_string(tl_sanitizer_name());
     key("libc", 0); json_string(gnu_get_libc_version());
     key("long_bits", 0); printf("%d", (int)(sizeof(long) * CHAR_BIT));
     puts("}");

@@ -272,17 +272,6 @@ static void list_benches(const tl_bench *benches)
     }
 }
 
-static const char *sanitizer_name(void)
-{
-#if defined(__SANITIZE_THREAD__)
-    return "thread";
-#elif defined(__SANITIZE_ADDRESS__)
-    return "address";
-#else
-    return NULL;
-#endif
-}
-
 static void options_json(tl_json *j, const tl_options *o)
 {
     tl_json_begin_object(j);
@@ -314,7 +303,7 @@ static void print_env(void)
     tl_json_key(&j, "compiler"); tl_json_string(&j, "gcc " __VERSION__);
     tl_json_key(&j, "cflags"); tl_json_string(&j, THREADLAB_CFLAGS);
     tl_json_key(&j, "build_type"); tl_json_string(&j, THREADLAB_BUILD_TYPE);
-    tl_json_key(&j, "sanitizer"); tl_json_string(&j, sanitizer_name());
+    tl_json_key(&j, "sanitizer"); tl_json_string(&j, tl_sanitizer_name());
     tl_json_key(&j, "libc"); tl_json_string(&j, gnu_get_libc_version());
     tl_json_key(&j, "topology"); tl_topology_json(&j);
     tl_json_key(&j, "defaults");

@@ -37,11 +37,10 @@
 #include "threadlab/omp.h"
 #include "threadlab/rm.h"
 
-typedef void (*tl_fn)(void *);
+#include "gomp_abi.h"
+
 typedef void (*parallel_fn)(tl_fn, void *, unsigned, unsigned);
 typedef void (*loop_fn)(tl_fn, void *, unsigned, long, long, long, long, unsigned);
-bool GOMP_loop_nonmonotonic_dynamic_next(long *, long *);
-void GOMP_loop_end_nowait(void);
 
 static char **saved_argv;
 

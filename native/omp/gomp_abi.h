@@ -1,11 +1,13 @@
 /*
- * gomp_abi.h - the libgomp entry points the shim defines, as GCC's
- * libgomp_g.h declares them (that header is not installed).  Checked
- * against libgomp.so.1's exported symbols by tests/test_omp.py.
+ * gomp_abi.h - the libgomp entry points the shim defines, and the
+ * worksharing entries the probe and the overhead benchmark call directly,
+ * as GCC's libgomp_g.h declares them (that header is not installed).
+ * Checked against libgomp.so.1's exported symbols by tests/test_omp.py.
  */
 #ifndef THREADLAB_GOMP_ABI_H
 #define THREADLAB_GOMP_ABI_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef void (*tl_fn)(void *);
@@ -31,6 +33,13 @@ void GOMP_parallel_loop_dynamic_start(tl_fn, void *, unsigned, long, long, long,
 void GOMP_parallel_loop_guided_start(tl_fn, void *, unsigned, long, long, long, long);
 void GOMP_parallel_loop_runtime_start(tl_fn, void *, unsigned, long, long, long);
 void GOMP_parallel_sections_start(tl_fn, void *, unsigned, unsigned);
+
+/* Worksharing inside a team's function (not interposed). */
+bool GOMP_loop_runtime_next(long *, long *);
+bool GOMP_loop_nonmonotonic_dynamic_next(long *, long *);
+void GOMP_loop_end_nowait(void);
+unsigned GOMP_sections_next(void);
+void GOMP_sections_end_nowait(void);
 
 /* The dyn-var entries the shim answers (C ones come from <omp.h>). */
 int32_t omp_get_dynamic_(void);

@@ -34,27 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The GOMP ABI entries called directly (libgomp_g.h is not installed). */
-typedef void (*tl_fn)(void *);
-void GOMP_parallel_loop_static(tl_fn, void *, unsigned, long, long, long, long, unsigned);
-void GOMP_parallel_loop_dynamic(tl_fn, void *, unsigned, long, long, long, long, unsigned);
-void GOMP_parallel_loop_guided(tl_fn, void *, unsigned, long, long, long, long, unsigned);
-void GOMP_parallel_loop_runtime(tl_fn, void *, unsigned, long, long, long, unsigned);
-void GOMP_parallel_loop_nonmonotonic_dynamic(tl_fn, void *, unsigned, long, long, long, long, unsigned);
-void GOMP_parallel_loop_nonmonotonic_guided(tl_fn, void *, unsigned, long, long, long, long, unsigned);
-void GOMP_parallel_loop_nonmonotonic_runtime(tl_fn, void *, unsigned, long, long, long, unsigned);
-void GOMP_parallel_loop_maybe_nonmonotonic_runtime(tl_fn, void *, unsigned, long, long, long, unsigned);
-void GOMP_parallel_start(tl_fn, void *, unsigned);
-void GOMP_parallel_end(void);
-void GOMP_parallel_loop_static_start(tl_fn, void *, unsigned, long, long, long, long);
-void GOMP_parallel_loop_dynamic_start(tl_fn, void *, unsigned, long, long, long, long);
-void GOMP_parallel_loop_guided_start(tl_fn, void *, unsigned, long, long, long, long);
-void GOMP_parallel_loop_runtime_start(tl_fn, void *, unsigned, long, long, long);
-void GOMP_parallel_sections_start(tl_fn, void *, unsigned, unsigned);
-bool GOMP_loop_runtime_next(long *, long *);
-void GOMP_loop_end_nowait(void);
-unsigned GOMP_sections_next(void);
-void GOMP_sections_end_nowait(void);
+#include "gomp_abi.h"
 
 #define N_ITER 64
 #define MAX_TEAM 64

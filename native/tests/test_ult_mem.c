@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "threadlab/ult.h"
+#include "threadlab/resident.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -28,18 +29,6 @@
 #define N_DEFAULT 50000
 #endif
 
-static long rss_bytes(void)
-{
-    long size = 0, resident = -1;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f)
-        return -1;
-    if (fscanf(f, "%ld %ld", &size, &resident) != 2)
-        resident = -1;
-    fclose(f);
-    return resident * sysconf(_SC_PAGESIZE);
-}
-
 static tl_ult_sem gate = TL_ULT_SEM_INITIALIZER(0);
 static tl_ult_sem done = TL_ULT_SEM_INITIALIZER(0);
 static _Atomic long arrived, finished;
@@ -58,7 +47,7 @@ static void measure(long n, size_t stack)
 {
     atomic_store(&arrived, 0);
     atomic_store(&finished, 0);
-    long base = rss_bytes();
+    long base = tl_resident_bytes();
     tl_ult_attr attr;
     tl_ult_attr_init(&attr);
     attr.stack_size = stack; /* 0: the runtime default */
@@ -73,7 +62,7 @@ static void measure(long n, size_t stack)
         tl_ult_usleep(1000);
     tl_ult_usleep(1000); /* the last ones reach the semaphore */
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    long rss = rss_bytes();
+    long rss = tl_resident_bytes();
     tl_ult_stats st;
     tl_ult_get_stats(&st);
     if (!stack)

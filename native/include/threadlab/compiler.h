@@ -36,4 +36,18 @@ static inline void tl_cpu_relax(void)
 #endif
 }
 
+/* The sanitizer this code is built with ("address", "thread"), or NULL:
+ * reported by --env, so that no figure of a sanitized build passes for a
+ * real one. */
+static inline const char *tl_sanitizer_name(void)
+{
+#if defined(__SANITIZE_THREAD__)
+    return "thread";
+#elif defined(__SANITIZE_ADDRESS__)
+    return "address";
+#else
+    return (const char *)0;
+#endif
+}
+
 #endif

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "threadlab/ult.h"
+#include "threadlab/resident.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -124,18 +125,6 @@ static void *create_join_in_ult(void *arg)
 
 /* ---- 3. RSS of suspended ULTs ---------------------------------------------- */
 
-static long rss_bytes(void)
-{
-    long size = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f)
-        return -1;
-    if (fscanf(f, "%ld %ld", &size, &resident) != 2)
-        resident = -1;
-    fclose(f);
-    return resident * sysconf(_SC_PAGESIZE);
-}
-
 static tl_ult_sem gate = TL_ULT_SEM_INITIALIZER(0);
 static tl_ult_sem done = TL_ULT_SEM_INITIALIZER(0);
 static _Atomic long arrived;
@@ -152,7 +141,7 @@ static void *sleeper(void *arg)
 static void bench_rss(long n, size_t stack)
 {
     init_vps(0, 1);
-    long base = rss_bytes();
+    long base = tl_resident_bytes();
     tl_ult_attr attr;
     tl_ult_attr_init(&attr);
     attr.stack_size = stack;
@@ -163,7 +152,7 @@ static void bench_rss(long n, size_t stack)
     while (atomic_load(&arrived) < n)
         tl_ult_usleep(1000);
     double t1 = now_ns();
-    long rss = rss_bytes();
+    long rss = tl_resident_bytes();
     tl_ult_stats st;
     tl_ult_get_stats(&st);
     printf("rss: %ld suspended ULTs (blocked on a ULT semaphore), %zu-byte stacks, %u VPs:\n"

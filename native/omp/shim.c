@@ -153,6 +153,9 @@ static struct {
     int quiet;
     uint64_t probe_ns;          /* 0 = never look again */
     uint64_t wait_ns;
+    /* Both deadlines are on the coarse clock, the one the fast path reads:
+     * compared against it, a deadline from the precise clock would come
+     * due up to a tick (and on a virtual machine somewhat more) late. */
     uint64_t next_probe_ns;     /* when an unmanaged process looks for a manager again */
     uint64_t next_check_ns;     /* rate limit of the manager-liveness system call */
     tl_rm_arena arena;
@@ -323,6 +326,11 @@ EXPORT void omp_set_dynamic_8_(const int64_t *set)
 
 /* ---------------------------------------------------------- attach/detach */
 
+static uint64_t next_probe_deadline(void)
+{
+    return g.probe_ns ? tl_rm_coarse_ns() + g.probe_ns : UINT64_MAX;
+}
+
 static void unmap(void)
 {
     if (g.mapped)
@@ -336,8 +344,7 @@ static void unmap(void)
 static int attach_locked(unsigned request)
 {
     capture_dyn();
-    uint64_t now = tl_rm_now_ns();
-    g.next_probe_ns = g.probe_ns ? now + g.probe_ns : UINT64_MAX;
+    g.next_probe_ns = next_probe_deadline();
     pid_t pid = getpid();
     if (g.mapped && g.pid != pid) { /* a forked child: the slot is the parent's */
         g.slot = -1;
@@ -421,7 +428,7 @@ static int attach(unsigned request)
 {
     pthread_mutex_lock(&g.lock);
     int state = __atomic_load_n(&g.state, __ATOMIC_ACQUIRE);
-    if (state != TL_OMP_STATE_MANAGED && (state == TL_OMP_STATE_INIT || tl_rm_now_ns() >= g.next_probe_ns))
+    if (state != TL_OMP_STATE_MANAGED && (state == TL_OMP_STATE_INIT || tl_rm_coarse_ns() >= g.next_probe_ns))
         state = attach_locked(request);
     set_state(state);
     pthread_mutex_unlock(&g.lock);
@@ -434,7 +441,7 @@ static void fall_back(const char *why)
     pthread_mutex_lock(&g.lock);
     if (g.state == TL_OMP_STATE_MANAGED) {
         notice(NOTE_FALLBACK, "the resource manager %s; running unmanaged", why);
-        g.next_probe_ns = g.probe_ns ? tl_rm_now_ns() + g.probe_ns : UINT64_MAX;
+        g.next_probe_ns = next_probe_deadline();
         g.notices &= ~NOTE_ATTACHED;
         set_state(TL_OMP_STATE_UNMANAGED);
     }

@@ -128,9 +128,20 @@ static void give(unsigned want)
     }
 }
 
+/* Sleeps until the coarse clock, the one the shim's fast path reads, is
+ * past `ms` from now.  A fixed sleep is not enough: on a virtual machine
+ * that clock can lag the precise one by more than its 4 ms tick. */
+static void wait_coarse_ms(unsigned ms)
+{
+    uint64_t target = tl_rm_now_ns() + (uint64_t)ms * UINT64_C(1000000);
+    while (tl_rm_coarse_ns() <= target)
+        usleep(1000);
+}
+
+/* Lets an unmanaged process's next look for a manager come due. */
 static void settle(void)
 {
-    usleep(5000); /* longer than THREADLAB_OMP_PROBE_MS */
+    wait_coarse_ms(1); /* THREADLAB_OMP_PROBE_MS */
 }
 
 /* ------------------------------------------------------------- regions */
@@ -356,7 +367,7 @@ static void pass_main(void)
         _exit(0);
     waitpid(dead, NULL, 0);
     A.hdr->manager_pid = dead;
-    usleep(10000);
+    wait_coarse_ms(5); /* the shim's liveness check runs at most every 5 ms */
     CHECK(team_of(3) == 3);
     CHECK(threadlab_omp_state() == TL_OMP_STATE_UNMANAGED);
 

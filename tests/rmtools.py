@@ -135,6 +135,9 @@ class Lab:
 
     def start_manager(self, **options: Any) -> rm.Manager:
         options.setdefault("quantum_ms", QUANTUM_MS)
+        # Equipartition deals CPUs in arrival order and never rotates them,
+        # so the tests can predict every allocation.
+        options.setdefault("policy", "equipartition")
         manager = rm.Manager.start(directory=self.directory, **options)
         self.managers.append(manager)
         return manager

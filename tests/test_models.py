@@ -6,6 +6,7 @@ and notice when it did not measure what it claims."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -156,6 +157,10 @@ def test_capacity_reports_the_count_it_used(model: str) -> None:
     assert record["params"] == {"count": "1500"} and record["unit"] == "bytes"
     assert check(record, "all_suspended")["value"] == 1500
     assert record["summary"]["median"] > 0
+    kernel = record["extra"]["kernel_memory_per_thread"]
+    assert isinstance(kernel, (int, float)) and math.isfinite(kernel)
+    if model in ("pthread", "process"):  # each has a kernel stack of its own (16 KiB on x86-64)
+        assert kernel > 0
 
 
 def limits(**values: int) -> dict[str, str]:

@@ -47,6 +47,17 @@ def test_status_of_a_fresh_manager(lab: Lab, run_cli: CliRunner) -> None:
     assert "no program registered" in out
 
 
+def test_the_api_and_the_command_line_share_the_daemons_default_policy(lab: Lab, run_cli: CliRunner) -> None:
+    manager = rm.Manager.start(directory=lab.directory)
+    lab.managers.append(manager)  # stopped by the fixture if an assertion fails
+    assert manager.status()["manager"]["policy"] == "timeshare"
+    manager.stop()
+    code, out, err = run_cli("rm", "start")
+    assert code == 0, err
+    assert "policy timeshare" in out
+    assert run_cli("rm", "stop")[0] == 0
+
+
 def test_stop_frees_the_arena(lab: Lab, run_cli: CliRunner) -> None:
     manager = lab.start_manager()
     code, out, err = run_cli("rm", "stop", "--dir", str(lab.directory))
@@ -203,6 +214,8 @@ def test_a_foreign_arena_is_refused_until_reset(lab: Lab, run_cli: CliRunner) ->
         (["omp"], "an action is required: run"),
         (["omp", "run"], "a program is required"),
         (["omp", "run", "--", "no-such-program-xyz"], "PROGRAM no-such-program-xyz: not found on $PATH"),
+        (["rm", "status", "--db", "x.db"], "unrecognized arguments: --db x.db"),  # rm keeps no records
+        (["omp", "run", "--db", "x.db", "--", "true"], "unrecognized arguments: --db"),
     ],
 )
 def test_usage_errors(args: list[str], message: str, run_cli: CliRunner, native_env: None) -> None:

@@ -26,6 +26,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -644,6 +645,69 @@ static void guard_arena(manager *m, uint64_t now)
     publish_manager(m);
 }
 
+/* A process that cuts the arena's file short (ftruncate: a bug, a stray
+ * tool) turns the manager's next access past the new end into SIGBUS.  The
+ * manager touches the arena only with arena_jump set: the fault comes back
+ * there, and regrow_arena() restores the size and carries on. */
+static sigjmp_buf arena_jump;
+static volatile sig_atomic_t arena_jump_set;
+static const char *arena_base;
+static size_t arena_bytes;
+
+static void on_arena_fault(int sig, siginfo_t *info, void *context)
+{
+    (void)context;
+    const char *at = info->si_addr;
+    if (arena_jump_set && at >= arena_base && at < arena_base + arena_bytes) {
+        arena_jump_set = 0;
+        siglongjmp(arena_jump, 1);
+    }
+    /* Not the arena: the default action, on the faulting access itself
+     * when the handler returns. */
+    signal(sig, SIG_DFL);
+}
+
+static void guard_arena_faults(const manager *m)
+{
+    arena_base = (const char *)m->arena.hdr;
+    arena_bytes = m->arena.size;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_arena_fault;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+/* After a SIGBUS in the arena: gives the file its size back.  What was cut
+ * reads as zeros: a cut header is then repaired by guard_arena(), and the
+ * slots that lost any byte are cleared (FREE), so their programs register
+ * anew.  Returns -1 when the size cannot be restored. */
+static int regrow_arena(manager *m)
+{
+    struct stat st;
+    off_t cut = fstat(m->arena.fd, &st) == 0 ? st.st_size : 0;
+    if (ftruncate(m->arena.fd, (off_t)m->arena.size) != 0) {
+        logmsg("the arena %s was cut to %lld of its %zu bytes by another process, and its size cannot be "
+               "restored (%s): stopping", m->arena.name, (long long)cut, m->arena.size, strerror(errno));
+        return -1;
+    }
+    unsigned cleared = 0;
+    for (unsigned i = 0; i < m->arena.nslots; i++) {
+        tl_rm_slot *s = &m->arena.slots[i];
+        off_t end = (off_t)((const char *)(s + 1) - (const char *)m->arena.hdr);
+        if (end > cut) {
+            memset(s, 0, sizeof *s);
+            m->known_arrival[i] = 0;
+            m->claimed_since[i] = 0;
+            cleared++;
+        }
+    }
+    logmsg("the arena %s was cut to %lld of its %zu bytes by another process: restored its size; "
+           "%u slot%s past the cut cleared", m->arena.name, (long long)cut, m->arena.size, cleared,
+           cleared == 1 ? "" : "s");
+    return 0;
+}
+
 /* Frees CLAIMED slots whose registering process died half-way. */
 static void free_stuck_claims(manager *m, uint64_t now)
 {
@@ -919,11 +983,18 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
     return 0;
 }
 
-static void manager_loop(manager *m)
+/* Returns 0 when a signal stopped it, -1 when the arena could not be kept. */
+static int manager_loop(manager *m)
 {
     tl_rm_header *h = m->arena.hdr;
-    uint64_t next_tick = tl_rm_now_ns();
-    uint32_t seen_wake = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
+    /* volatile: kept across a return to arena_jump */
+    volatile uint64_t next_tick = tl_rm_now_ns();
+    volatile uint32_t seen_wake = 0;
+    guard_arena_faults(m);
+    if (sigsetjmp(arena_jump, 1) && regrow_arena(m) != 0)
+        return -1;
+    arena_jump_set = 1;
+    seen_wake = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
     while (!stop_signal) {
         uint64_t now = tl_rm_now_ns();
         int tick = now >= next_tick;
@@ -952,16 +1023,23 @@ static void manager_loop(manager *m)
         schedule(m, tick);
         __atomic_store_n(&h->manager_heartbeat_ns, tl_rm_now_ns(), __ATOMIC_RELEASE);
     }
+    arena_jump_set = 0;
+    return 0;
 }
 
 static void manager_shutdown(manager *m, const options *o)
 {
     tl_rm_header *h = m->arena.hdr;
     if (h) {
-        __atomic_store_n(&h->manager_state, TL_RM_MANAGER_STOPPED, __ATOMIC_RELEASE);
-        /* Applications waiting for an allocation stop waiting. */
-        for (unsigned i = 0; i < m->arena.nslots; i++)
-            tl_rm_futex_wake(&m->arena.slots[i].epoch, INT_MAX);
+        /* A cut arena is past helping here: it is removed all the same. */
+        if (!sigsetjmp(arena_jump, 1)) {
+            arena_jump_set = 1;
+            __atomic_store_n(&h->manager_state, TL_RM_MANAGER_STOPPED, __ATOMIC_RELEASE);
+            /* Applications waiting for an allocation stop waiting. */
+            for (unsigned i = 0; i < m->arena.nslots; i++)
+                tl_rm_futex_wake(&m->arena.slots[i].epoch, INT_MAX);
+        }
+        arena_jump_set = 0;
         /* A fresh start makes a fresh arena; running applications noticed
          * STOPPED and run unmanaged until they find the next one. */
         tl_rm_unlink(o->arena);
@@ -1068,12 +1146,13 @@ static int cmd_run(const options *o)
         printf("threadlab-rm running (pid %d), arena %s, CPUs %s; Ctrl-C stops it\n", (int)getpid(), o->arena, cpus);
         fflush(stdout);
     }
-    manager_loop(&m);
-    logmsg("stopping (%s)", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+    int lost = manager_loop(&m) != 0;
+    if (!lost)
+        logmsg("stopping (%s)", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
     manager_shutdown(&m, o);
     if (log_file)
         fclose(log_file);
-    return 0;
+    return lost ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -189,7 +189,7 @@ def build_parser() -> ArgumentParser:
     _add_compare(commands, common)
     _add_import(commands, common)
     study_cli.add_parser(commands, common)  # threadlab study apps (docs/commands/study.md)
-    rm_cli.add_parsers(commands, common)  # threadlab rm ..., threadlab omp run (docs/commands/rm.md, omp.md)
+    rm_cli.add_parsers(commands)  # threadlab rm ..., threadlab omp run (docs/commands/rm.md, omp.md)
     _add_export(commands, common)
     _add_report(commands, common)
     return parser

@@ -276,7 +276,7 @@ class Manager:
         cls,
         *,
         directory: Path | None = None,
-        policy: str | None = "equipartition",
+        policy: str | None = None,
         quantum_ms: int = DEFAULT_QUANTUM_MS,
         cpus: Sequence[int] | None = None,
         slots: int | None = None,

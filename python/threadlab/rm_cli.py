@@ -28,18 +28,19 @@ RM_EXIT_STATUS = (
 DEFAULT_WATCH_S = 1.0
 
 
-def add_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
-    """`threadlab rm ...` and `threadlab omp run`."""
+def add_parsers(commands: Any) -> None:
+    """`threadlab rm ...` and `threadlab omp run`.  They take no --db: they
+    keep no records (`threadlab study multiprog` stores the measurements)."""
     from threadlab import cli
 
     where = cli.ArgumentParser(add_help=False)
     where.add_argument("--dir", type=Path, metavar="PATH", default=None,
                        help="the manager's directory (log, pid file, lock; its arena is named after it) "
                        f"(default: ${rm.DIR_ENV}, else $XDG_RUNTIME_DIR/threadlab, else /tmp/threadlab-UID)")
-    parents = [common, where]
+    parents = [where]
 
     manager = commands.add_parser(
-        "rm", parents=[common], help="the resource manager of OpenMP programs: start, stop, status, set (seed 004)",
+        "rm", help="the resource manager of OpenMP programs: start, stop, status, set (seed 004)",
         description="threadlab-rm shares the CPUs among concurrently running OpenMP programs: every quantum it "
         "divides the CPUs among the programs registered in its shared-memory arena, and each program, run with "
         "`threadlab omp run`, sizes every parallel region to its share.",
@@ -103,7 +104,7 @@ def add_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     _add_policy_and_quantum(change, "set", None)
 
     omp = commands.add_parser(
-        "omp", parents=[common], help="run an OpenMP program under the resource manager (omp run)",
+        "omp", help="run an OpenMP program under the resource manager (omp run)",
         description="OpenMP programs under threadlab-rm, through libthreadlab-omp (an LD_PRELOAD shim over "
         "GCC's libgomp).",
         epilog="See docs/omp.md and docs/commands/omp.md.",

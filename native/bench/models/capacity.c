@@ -5,14 +5,19 @@
  * read the resident memory, create COUNT threads with the model's small
  * stack that each block on a condition variable, wait until all are
  * blocked, read the resident memory again, release and join them.  The
- * sample is the difference divided by COUNT: memory_per_thread.  When the
+ * sample is the difference divided by COUNT: memory_per_thread.  The
+ * kernel's part (kernel stacks, page tables), read around the same moments,
+ * goes with it as extra.kernel_memory_per_thread.  When the
  * machine's limits forced a smaller count, a second record, max_threads,
  * says how many threads fit (docs/thread-models.md); a sanitizer build's
  * cap is no such limit. */
 #define _GNU_SOURCE
+#include <stdlib.h>
 #include <string.h>
 
 #include "models.h"
+#include "threadlab/resident.h"
+#include "threadlab/summary.h"
 
 typedef struct {
     tl_mmutex lock;
@@ -48,7 +53,29 @@ typedef struct {
     tl_mthread *h;
     uint64_t n;
     uint64_t least_arrived; /* fewest threads blocked at once over the timings */
+    double *kernel;         /* per timing: kernel memory the COUNT threads added */
+    unsigned nkernel, kernel_room;
+    int kernel_unknown;     /* /proc/meminfo could not tell, once */
 } capacity_state;
+
+static void keep_kernel_delta(capacity_state *c, long before, long during)
+{
+    if (before < 0 || during < 0) {
+        c->kernel_unknown = 1;
+        return;
+    }
+    if (c->nkernel == c->kernel_room) {
+        unsigned room = c->kernel_room ? 2 * c->kernel_room : 16;
+        double *more = realloc(c->kernel, room * sizeof *more);
+        if (!more) {
+            c->kernel_unknown = 1;
+            return;
+        }
+        c->kernel = more;
+        c->kernel_room = room;
+    }
+    c->kernel[c->nkernel++] = (double)(during - before);
+}
 
 /* Releases and joins the threads h[0..made). */
 static int release_all(capacity_state *c, uint64_t made)
@@ -83,6 +110,7 @@ static double sample_capacity(void *arg, uint64_t iterations)
     s->release = 0;
     s->error = 0;
     double before = tl_model_resident_bytes();
+    long kernel_before = tl_kernel_thread_memory_bytes();
     uint64_t made = 0;
     for (; made < c->n; made++)
         if ((rc = tl_model_create(&c->h[made], suspended, s, TL_MSTACK_SMALL)) != 0)
@@ -96,6 +124,7 @@ static double sample_capacity(void *arg, uint64_t iterations)
         tl_model_mutex_unlock(&s->lock);
     }
     double during = tl_model_resident_bytes();
+    long kernel_during = tl_kernel_thread_memory_bytes();
     int join_rc = release_all(c, made);
     if (rc != 0 || join_rc != 0) {
         tl_fail(c->ctx, "%s %s thread %llu of %llu: %s", rc ? "creating" : "joining", tl_model_name,
@@ -106,6 +135,7 @@ static double sample_capacity(void *arg, uint64_t iterations)
         tl_fail(c->ctx, "the resident memory could not be read (/proc)");
         return -1;
     }
+    keep_kernel_delta(c, kernel_before, kernel_during);
     return during - before;
 }
 
@@ -133,6 +163,10 @@ static int body_capacity(tl_ctx *ctx)
             .fixed_iterations = 1, .actions_per_iteration = (double)c.n, .metric = "memory_per_thread", .skip_warmup = 1};
         rc = tl_measure(ctx, sample_capacity, &c, &spec);
         tl_models_sync_destroy(&c.s->lock, &c.s->arrived_cv, &c.s->release_cv);
+        /* Machine-wide, so the median: one timing that overlapped another
+         * process's start or exit does not move it. */
+        if (rc == 0 && !c.kernel_unknown && c.nkernel > 0)
+            tl_extra_num(ctx, "kernel_memory_per_thread", tl_median(c.kernel, c.nkernel) / (double)c.n);
         if (rc == 0) {
             tl_check(ctx, "all_suspended", c.least_arrived == c.n, (double)c.least_arrived,
                      "%llu of %llu threads were blocked at once when the memory was read (in the worst timing)",
@@ -142,6 +176,7 @@ static int body_capacity(tl_ctx *ctx)
         }
     }
     tl_models_batch_close(&threads);
+    free(c.kernel);
     return rc;
 }
 

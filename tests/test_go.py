@@ -5,6 +5,7 @@ real records of every benchmark (small counts), the memory-limit path, and
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 from pathlib import Path
@@ -63,6 +64,11 @@ def test_every_benchmark_gives_a_valid_record(benchmark: str, params: list[str],
     assert record["stop"]["rule"] == "fixed" and record["warmup"] == 1
     assert record["extra"]["gomaxprocs"] >= 1
     assert all(value > 0 for value in record["samples"])
+    if benchmark == "threads.capacity":  # machine-wide kernel memory: a goroutine needs none of its own, so no sign
+        kernel = record["extra"]["kernel_memory_per_thread"]
+        assert isinstance(kernel, (int, float)) and math.isfinite(kernel)
+    else:
+        assert "kernel_memory_per_thread" not in record["extra"]
 
 
 def test_sleep_yield_joined_lasts_at_least_both_sleeps() -> None:

@@ -6,6 +6,7 @@ suite is built (`make jvm`)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -273,6 +274,22 @@ def test_conversion_refuses_other_modes() -> None:
         jmh.convert_jmh_result(result, jmh.BY_NAME["threads.start"], "jvm-platform", {"count": "1000"})
 
 
+def test_capacity_lines_give_the_median_kernel_memory_per_thread() -> None:
+    output = ["sample 1500.0 1000000 500000 0 16384000", "# not a sample", "sample 9 9 9",
+              "sample 1600.0 1100000 500000 0 18432000", "sample 1700.0 1200000 500000 0 20480000"]
+    samples, extra = jmh.capacity_samples(output, 1000)
+    assert samples == [1500.0, 1600.0, 1700.0]
+    assert extra == {"rss_delta_per_thread": 1100.0, "heap_delta_per_thread": 500.0,
+                     "kernel_memory_per_thread": 18432.0}
+
+
+def test_capacity_without_meminfo_leaves_kernel_memory_out() -> None:
+    """One repetition that could not read /proc/meminfo ("-"): no median of the others, and never a 0."""
+    samples, extra = jmh.capacity_samples(["sample 1500.0 1000000 500000 0 16384000",
+                                           "sample 1600.0 1100000 500000 0 -"], 1000)
+    assert len(samples) == 2 and "kernel_memory_per_thread" not in extra
+
+
 OOM_OUTPUT = [
     "# Benchmark: threadlab.jvm.SleepYield.run",
     "<failure>",
@@ -377,6 +394,19 @@ def test_real_jmh_run_converts_into_a_valid_record(model: str) -> None:
     assert record["extra"]["jdk_version"] == REAL_JDK.version and record["extra"]["jmh_benchmark"] == "threadlab.jvm.Start.run"
     assert "-XX:ErrorFile=" in record["extra"]["jvm_args"]
     assert "Run complete" in done.stderr  # JMH's own output goes to stderr, never into the records
+
+
+@needs_jvm
+@pytest.mark.parametrize("model", ["jvm-platform", "jvm-virtual"])
+def test_real_capacity_reports_kernel_memory_per_thread(model: str) -> None:
+    done = run_launcher(model, "--run", "threads.capacity", "--quick", "--iterations", "2")
+    record = only_record(done)
+    assert done.returncode == 0 and record["status"] == "ok", done.stderr[-3000:]
+    kernel = record["extra"]["kernel_memory_per_thread"]
+    assert isinstance(kernel, (int, float)) and math.isfinite(kernel)
+    if model == "jvm-platform":  # a platform thread's kernel stack is at least a page; other processes are noise
+        assert kernel > 0
+    assert "task_struct" in record["extra"]["not_counted"]
 
 
 @needs_jvm

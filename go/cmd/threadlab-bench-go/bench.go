@@ -49,6 +49,9 @@ func (b *Benchmark) metric() string {
 type point struct {
 	params  map[string]string
 	actions int
+	// kernelPerThread: set by a sample that also measures kernel memory
+	// (threads.capacity) when /proc/meminfo told it; nil otherwise.
+	kernelPerThread *float64
 }
 
 func (p *point) int(name string) int {
@@ -269,6 +272,7 @@ func sampleCapacity(p *point) (float64, error) {
 	blocked.Add(n)
 	finished.Add(n)
 	before := inUse()
+	kernelBefore, kernelKnown := kernelMemory()
 	for i := 0; i < n; i++ {
 		go func() {
 			blocked.Done()
@@ -278,7 +282,11 @@ func sampleCapacity(p *point) (float64, error) {
 	}
 	blocked.Wait()
 	during := inUse()
+	kernelDuring, kernelStillKnown := kernelMemory()
 	close(release)
 	finished.Wait()
+	if kernelKnown && kernelStillKnown {
+		p.kernelPerThread = ptr(float64(kernelDuring-kernelBefore) / float64(n))
+	}
 	return (float64(during) - float64(before)) / float64(n), nil
 }

@@ -23,19 +23,40 @@ type limits struct {
 	MemAvailableBytes *int64 `json:"mem_available_bytes"`
 }
 
-func readLimits() limits {
-	var l limits
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		scanner := bufio.NewScanner(f)
-		for scanner.Scan() {
-			fields := strings.Fields(scanner.Text())
-			if len(fields) >= 2 && fields[0] == "MemAvailable:" {
-				if kb, err := strconv.ParseInt(fields[1], 10, 64); err == nil {
-					l.MemAvailableBytes = ptr(kb * 1024)
-				}
+// readMeminfo: the "Name: N kB" lines of /proc/meminfo, in bytes, by name;
+// empty when it cannot be read.
+func readMeminfo() map[string]int64 {
+	values := map[string]int64{}
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return values
+	}
+	defer f.Close()
+	scanner := bufio.NewScanner(f)
+	for scanner.Scan() {
+		fields := strings.Fields(scanner.Text())
+		if len(fields) == 3 && strings.HasSuffix(fields[0], ":") && fields[2] == "kB" {
+			if kb, err := strconv.ParseInt(fields[1], 10, 64); err == nil {
+				values[strings.TrimSuffix(fields[0], ":")] = kb * 1024
 			}
 		}
-		f.Close()
+	}
+	return values
+}
+
+// kernelMemory: KernelStack + PageTables from /proc/meminfo (machine-wide),
+// and false when either is missing, so an unknown is never reported as 0.
+func kernelMemory() (int64, bool) {
+	meminfo := readMeminfo()
+	stacks, haveStacks := meminfo["KernelStack"]
+	tables, haveTables := meminfo["PageTables"]
+	return stacks + tables, haveStacks && haveTables
+}
+
+func readLimits() limits {
+	var l limits
+	if available, ok := readMeminfo()["MemAvailable"]; ok {
+		l.MemAvailableBytes = ptr(available)
 	}
 	// For the tests: $THREADLAB_TEST_LIMITS replaces what was read.
 	if text := os.Getenv("THREADLAB_TEST_LIMITS"); text != "" {

@@ -232,7 +232,9 @@ func measure(b *Benchmark, o *options, params map[string]string) *Record {
 	}
 	started := time.Now()
 	samples := make([]float64, 0, o.iterations)
+	kernel := make([]float64, 0, o.iterations)
 	for i := 0; i < o.warmup+o.iterations; i++ {
+		p.kernelPerThread = nil
 		value, err := b.sample(p)
 		if err != nil {
 			r := notMeasured(b, params, "failed", err.Error())
@@ -241,7 +243,15 @@ func measure(b *Benchmark, o *options, params map[string]string) *Record {
 		}
 		if i >= o.warmup {
 			samples = append(samples, value)
+			if p.kernelPerThread != nil {
+				kernel = append(kernel, *p.kernelPerThread)
+			}
 		}
+	}
+	// Only when every measured sample had it: a median of some would pass
+	// for one of all.
+	if len(kernel) > 0 && len(kernel) == len(samples) {
+		extra["kernel_memory_per_thread"] = summarize(kernel).Median
 	}
 	r := newRecord(b, params)
 	if b.metric() == "time" {

@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -450,9 +451,38 @@ def _keep(scratch: Path) -> None:
         report.rename(keep / report.name)
 
 
+def capacity_samples(output: Sequence[str], count: int) -> tuple[list[float], dict[str, Any]]:
+    """The samples of Capacity's "sample BYTES_PER_THREAD RSS_DELTA
+    HEAP_DELTA COMMITTED_DELTA KERNEL_DELTA" lines and the record's
+    per-thread extras.  KERNEL_DELTA is "-" where /proc/meminfo did not
+    tell; then kernel_memory_per_thread is left out rather than guessed."""
+    samples: list[float] = []
+    rss: list[int] = []
+    heap: list[int] = []
+    kernel: list[int | None] = []
+    for line in output:
+        parts = line.split()
+        if len(parts) == 6 and parts[0] == "sample":
+            samples.append(float(parts[1]))
+            rss.append(int(parts[2]))
+            heap.append(int(parts[3]))
+            kernel.append(None if parts[5] == "-" else int(parts[5]))
+    if not samples:
+        return samples, {}
+    more: dict[str, Any] = {
+        "rss_delta_per_thread": round(sum(rss) / len(rss) / count, 1),
+        "heap_delta_per_thread": round(sum(heap) / len(heap) / count, 1),
+    }
+    known = [delta for delta in kernel if delta is not None]
+    if len(known) == len(kernel):
+        more["kernel_memory_per_thread"] = statistics.median(delta / count for delta in known)
+    return samples, more
+
+
 def run_capacity(bench: JvmBenchmark, model: str, params: dict[str, str], settings: RunSettings,
                  jdk: jdk_module.Jdk, jar: Path, limits: MachineLimits, extra: dict[str, Any]) -> dict[str, Any]:
     repetitions = min(settings.iterations, CAPACITY_MAX_REPETITIONS)
+    count = int(params["count"])
     with tempfile.TemporaryDirectory(prefix="threadlab-jvm-") as scratch_name:
         scratch = Path(scratch_name)
         argv = [str(jdk.java), *base_jvm_args(jdk, scratch), "-cp", str(jar), f"{JMH_PACKAGE}.{bench.target}",
@@ -461,23 +491,15 @@ def run_capacity(bench: JvmBenchmark, model: str, params: dict[str, str], settin
         started = time.monotonic()
         status, output = _stream(argv)
         elapsed = time.monotonic() - started
-        samples, rss, heap = [], [], []
-        for line in output:
-            parts = line.split()
-            if len(parts) == 5 and parts[0] == "sample":
-                samples.append(float(parts[1]))
-                rss.append(int(parts[2]))
-                heap.append(int(parts[3]))
+        samples, per_thread = capacity_samples(output, count)
         if status != 0 or len(samples) != repetitions:
             kind, reason = failure_reason(output, scratch, limits_module.describe(limits))
             return not_measured(bench, model, params, kind, reason, {**extra, "exit_status": status})
-    count = int(params["count"])
     more = {
-        "rss_delta_per_thread": round(sum(rss) / len(rss) / count, 1),
-        "heap_delta_per_thread": round(sum(heap) / len(heap) / count, 1),
+        **per_thread,
         "jvm": f"{jdk.vendor or ''} {jdk.runtime or jdk.version}".strip(),
         "jdk_version": jdk.version,
-        "not_counted": "kernel memory (a platform thread's kernel stack and task_struct)",
+        "not_counted": "the kernel's slab objects such as task_struct (cached slab pages cannot be attributed)",
     }
     return measured(bench, model, params, samples, iterations=1, warmup=settings.warmup,
                     elapsed_s=round(elapsed, 3), clock=None, extra={**extra, **more})

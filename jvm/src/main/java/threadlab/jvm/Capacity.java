@@ -5,6 +5,8 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
 /**
@@ -22,33 +24,62 @@ import java.util.concurrent.CountDownLatch;
  * all divided by count.  The first term is where a virtual thread lives
  * (its Thread object and its stack chunks are heap objects); the second is
  * where a platform thread lives (its native stack pages and the JVM's
- * per-thread structures).  Kernel memory (a platform thread's kernel stack
- * and task_struct) is in neither and not counted.
+ * per-thread structures).  Kernel memory is in neither, so it is reported
+ * beside them: the delta of KernelStack + PageTables in /proc/meminfo
+ * (a platform thread's kernel stack and page tables), read at the same two
+ * moments.  It is machine-wide, so other processes add noise; the kernel's
+ * slab objects (task_struct) are not in it, as cached slab pages cannot be
+ * attributed.
  *
  * Usage: Capacity MODEL COUNT WARMUP ITERATIONS.  Prints one line per
  * measured repetition: "sample BYTES_PER_THREAD RSS_DELTA HEAP_DELTA
- * COMMITTED_DELTA"; failures as "threadlab: ..." on stderr, exit status 1.
+ * COMMITTED_DELTA KERNEL_DELTA", KERNEL_DELTA in bytes or "-" when
+ * /proc/meminfo lacks KernelStack or PageTables; failures as
+ * "threadlab: ..." on stderr, exit status 1.
  */
 public final class Capacity {
     private Capacity() {}
 
-    private static long residentBytes() throws IOException {
-        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-            if (line.startsWith("VmRSS:")) {
-                String[] parts = line.trim().split("\\s+");
-                return Long.parseLong(parts[1]) * 1024L;
+    /** The "Name: N kB" lines of a /proc file, in bytes, by name. */
+    private static Map<String, Long> kilobyteFields(Path file) throws IOException {
+        Map<String, Long> fields = new HashMap<>();
+        for (String line : Files.readAllLines(file)) {
+            String[] parts = line.trim().split("\\s+");
+            if (parts.length == 3 && parts[0].endsWith(":") && parts[2].equals("kB")) {
+                fields.put(parts[0].substring(0, parts[0].length() - 1), Long.parseLong(parts[1]) * 1024L);
             }
         }
-        throw new IOException("no VmRSS in /proc/self/status");
+        return fields;
     }
 
-    private record Snapshot(long rss, long heapUsed, long heapCommitted) {}
+    private static long residentBytes() throws IOException {
+        Long rss = kilobyteFields(Path.of("/proc/self/status")).get("VmRSS");
+        if (rss == null) {
+            throw new IOException("no VmRSS in /proc/self/status");
+        }
+        return rss;
+    }
+
+    /** KernelStack + PageTables, or null when /proc/meminfo does not say: an unknown is never reported as 0. */
+    private static Long kernelBytes() {
+        Map<String, Long> meminfo;
+        try {
+            meminfo = kilobyteFields(Path.of("/proc/meminfo"));
+        } catch (IOException | NumberFormatException unreadable) {
+            return null;
+        }
+        Long stacks = meminfo.get("KernelStack");
+        Long tables = meminfo.get("PageTables");
+        return stacks == null || tables == null ? null : stacks + tables;
+    }
+
+    private record Snapshot(long rss, long heapUsed, long heapCommitted, Long kernel) {}
 
     private static Snapshot snapshot(MemoryMXBean memory) throws IOException, InterruptedException {
         System.gc();
         Thread.sleep(50);
         var heap = memory.getHeapMemoryUsage();
-        return new Snapshot(residentBytes(), heap.getUsed(), heap.getCommitted());
+        return new Snapshot(residentBytes(), heap.getUsed(), heap.getCommitted(), kernelBytes());
     }
 
     public static void main(String[] args) throws Exception {
@@ -90,8 +121,11 @@ public final class Capacity {
             long heapDelta = during.heapUsed() - before.heapUsed();
             long committedDelta = during.heapCommitted() - before.heapCommitted();
             double perThread = (heapDelta + Math.max(0L, rssDelta - committedDelta)) / (double) count;
+            String kernelDelta = before.kernel() == null || during.kernel() == null
+                    ? "-" : Long.toString(during.kernel() - before.kernel());
             if (rep >= warmup) {
-                System.out.println("sample " + perThread + " " + rssDelta + " " + heapDelta + " " + committedDelta);
+                System.out.println("sample " + perThread + " " + rssDelta + " " + heapDelta + " " + committedDelta
+                        + " " + kernelDelta);
             }
         }
     }

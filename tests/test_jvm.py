@@ -404,8 +404,8 @@ def test_real_capacity_reports_kernel_memory_per_thread(model: str) -> None:
     assert done.returncode == 0 and record["status"] == "ok", done.stderr[-3000:]
     kernel = record["extra"]["kernel_memory_per_thread"]
     assert isinstance(kernel, (int, float)) and math.isfinite(kernel)
-    if model == "jvm-platform":  # a platform thread's kernel stack is at least a page; other processes are noise
-        assert kernel > 0
+    if model == "jvm-platform":  # its kernel stack alone is 16 KiB on x86-64; other processes are noise
+        assert kernel >= 8192
     assert "task_struct" in record["extra"]["not_counted"]
 
 

@@ -73,6 +73,38 @@ public final class Capacity {
         return stacks == null || tables == null ? null : stacks + tables;
     }
 
+    /** The kernel tasks of this process now ("Threads:" in /proc/self/status). */
+    private static int osThreads() throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("Threads:")) {
+                return Integer.parseInt(line.substring("Threads:".length()).trim());
+            }
+        }
+        throw new IOException("no Threads in /proc/self/status");
+    }
+
+    /**
+     * Waits until the kernel tasks of the repetition just joined are gone.
+     * Thread.join returns when the Java thread has terminated, before its
+     * native thread has left the kernel: thousands of them can still hold
+     * their kernel stacks and native stacks when the next repetition's
+     * "before" is read, which would hide their memory from both deltas.
+     * The slack allows for the JVM's own threads that come and go (compiler
+     * threads) and the virtual threads' carriers.
+     */
+    private static void awaitThreadsGone(int baseline) throws IOException, InterruptedException {
+        int slack = Runtime.getRuntime().availableProcessors() + 16;
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        int now;
+        while ((now = osThreads()) > baseline + slack) {
+            if (System.nanoTime() > deadline) {
+                throw new IOException("the threads of a repetition did not leave the kernel within 120 s ("
+                        + now + " tasks, " + baseline + " before it)");
+            }
+            Thread.sleep(10);
+        }
+    }
+
     private record Snapshot(long rss, long heapUsed, long heapCommitted, Long kernel) {}
 
     private static Snapshot snapshot(MemoryMXBean memory) throws IOException, InterruptedException {
@@ -104,6 +136,7 @@ public final class Capacity {
                 }
             };
             Thread[] threads = Models.unstarted(builder, count, body);
+            int baseline = osThreads();
             Snapshot before = snapshot(memory);
             try {
                 Models.startAll(threads);
@@ -117,6 +150,12 @@ public final class Capacity {
             Snapshot during = snapshot(memory);
             release.countDown();
             Models.joinAll(threads);
+            try {
+                awaitThreadsGone(baseline);
+            } catch (IOException stuck) {
+                System.err.println("threadlab: " + stuck.getMessage());
+                System.exit(1);
+            }
             long rssDelta = during.rss() - before.rss();
             long heapDelta = during.heapUsed() - before.heapUsed();
             long committedDelta = during.heapCommitted() - before.heapCommitted();

@@ -138,19 +138,20 @@ static void set_param(tl_ctx *ctx, const char *assignment)
 
 void tl_set_param(tl_ctx *ctx, const char *name, const char *value)
 {
-    if (!find_param(ctx->bench, name))
+    const tl_param_def *d = find_param(ctx->bench, name);
+    if (!d)
         tl_die("benchmark %s sets parameter '%s' it does not declare", ctx->bench->name, name);
     struct tl_ctx_private *priv = ctx->priv;
     char *copy = strdup(value);
     if (!copy)
         tl_die("out of memory");
     unsigned i = 0;
-    while (i < priv->nparams && strcmp(priv->param_names[i], name) != 0)
+    while (i < priv->nparams && strcmp(priv->param_names[i], d->name) != 0)
         i++;
     if (i == TL_MAX_PARAMS)
         tl_die("too many parameters");
     if (i == priv->nparams) {
-        priv->param_names[i] = name;
+        priv->param_names[i] = d->name; /* the declared name outlives the caller's */
         priv->nparams++;
     } else if (priv->owned_params & (1u << i)) {
         free((char *)priv->param_values[i]); /* a value from the command line is argv's */
@@ -476,10 +477,8 @@ int tl_main_families(int argc, char **argv, const tl_bench *const *families, siz
         for (const tl_bench *b = families[f]; b->name; b++)
             total++;
     tl_bench *all = calloc(total + 1, sizeof *all);
-    if (!all) {
-        fprintf(stderr, "out of memory\n");
-        return 2;
-    }
+    if (!all)
+        tl_die("out of memory");
     size_t n = 0;
     for (size_t f = 0; f < nfamilies; f++)
         for (const tl_bench *b = families[f]; b->name; b++)

@@ -192,6 +192,20 @@ static void test_max_iterations_caps_calibration(void)
     CHECK(priv.pending.iterations == 64);
 }
 
+static void test_min_iterations_starts_calibration(void)
+{
+    /* 1 ms per iteration: one iteration already lasts the minimum timing,
+     * so calibration keeps wherever it starts. */
+    tl_ctx ctx = make_ctx(TL_RULE_RSD, 0.05, 3, 10, 10.0);
+    scripted s = {.per_iteration = 1e6};
+    tl_measure_spec spec = {.min_iterations = 64};
+    CHECK(tl_measure(&ctx, scripted_timing, &s, &spec) == 0);
+    CHECK(priv.pending.iterations == 64);
+    ctx = make_ctx(TL_RULE_RSD, 0.05, 3, 10, 10.0);
+    CHECK(tl_measure(&ctx, scripted_timing, &s, NULL) == 0);
+    CHECK(priv.pending.iterations == 1);
+}
+
 int main(void)
 {
     char err[256];
@@ -204,6 +218,7 @@ int main(void)
     test_reference_is_subtracted();
     test_failure_propagates();
     test_max_iterations_caps_calibration();
+    test_min_iterations_starts_calibration();
     test_one_outlier_does_not_end_calibration();
     test_skip_warmup();
     return check_report("test_measure");

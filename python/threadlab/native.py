@@ -148,12 +148,10 @@ class PointOptions:
     def argv(self, suite: str = DEFAULT_SUITE) -> list[str]:
         """The options for a program of this suite: those it accepts
         (suite_options) that are set."""
-        accepted = suite_options(suite)
         args: list[str] = ["--quick"] if self.quick else []
-        for name in ("rule", "target", "warmup", "min_timings", "max_timings", "min_timing_ms", "max_seconds",
-                     "clock", "iterations", "forks"):
+        for name in suite_options(suite):
             value = getattr(self, name)
-            if value is not None and name in accepted:
+            if value is not None:
                 args += ["--" + name.replace("_", "-"), str(value)]
         return args
 

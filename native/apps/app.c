@@ -30,8 +30,10 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "threadlab/compiler.h"
 #include "threadlab/apps.h"
+#include "threadlab/compiler.h"
+
+#include "kernel.h"
 
 #ifndef THREADLAB_APP_CFLAGS
 #define THREADLAB_APP_CFLAGS "unknown"
@@ -194,11 +196,9 @@ static int apply_priority(const priority *p, const char **what)
         return setpriority(PRIO_PROCESS, 0, p->value) == 0 ? 0 : errno;
     case PRIO_FIFO:
     case PRIO_RR:
-        param.sched_priority = p->value;
-        *what = "sched_setscheduler";
-        return sched_setscheduler(0, expected_policy(p), &param) == 0 ? 0 : errno;
     case PRIO_BATCH:
     case PRIO_IDLE:
+        param.sched_priority = p->value; /* 0 for batch and idle */
         *what = "sched_setscheduler";
         return sched_setscheduler(0, expected_policy(p), &param) == 0 ? 0 : errno;
     }
@@ -448,7 +448,7 @@ int main(int argc, char **argv)
         return not_run(&o, "failed", "out of memory", EXIT_PLATFORM);
     memset(slots, 0, sizeof(tl_app_slot) * o.threads);
     tl_app_job job = {
-        .kernel = o.kernel, .ops = &ops, .items = ops.items, .workers = o.threads,
+        .kernel = o.kernel, .ops = &ops, .workers = o.threads,
         .cpus = o.pin ? cpus : NULL, .slots = slots,
     };
     tl_app_partial *parts = calloc(o.threads, sizeof *parts);
@@ -481,9 +481,7 @@ int main(int argc, char **argv)
         int policy_ok = o.prio.kind == PRIO_NORMAL || (s->policy & ~SCHED_RESET_ON_FORK) == want_policy;
         prioritized += nice_ok && policy_ok;
     }
-    uint64_t items = 0;
-    for (unsigned t = 0; t < o.threads; t++)
-        items += parts[t].items;
+    uint64_t items = tl_app_items(parts, o.threads);
     int covered = ran == o.threads && items == ops.items;
     int verified = verdict.verified && covered;
     double time_s = t1 - t0;

@@ -1,4 +1,4 @@
-/* kernel.h - helpers shared by the kernels' sources; not installed. */
+/* kernel.h - helpers shared by the kernels' sources and app.c; not installed. */
 #ifndef THREADLAB_APPS_KERNEL_H
 #define THREADLAB_APPS_KERNEL_H
 

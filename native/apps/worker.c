@@ -27,7 +27,7 @@ void tl_app_worker(tl_app_job *job, unsigned t, int pin_self)
     slot->policy = sched_getscheduler(0);
     errno = 0;
     slot->nice = getpriority(PRIO_PROCESS, 0);
-    tl_app_range range = tl_app_split(job->items, t, job->workers);
+    tl_app_range range = tl_app_split(job->ops->items, t, job->workers);
     job->kernel->work(job->ops, range.begin, range.end, &slot->partial);
     slot->cpu_end = sched_getcpu();
     slot->ran = 1;

@@ -117,8 +117,7 @@ typedef struct {
 
 typedef struct {
     const tl_app_kernel *kernel;
-    const tl_app_operands *ops;
-    uint64_t items;
+    const tl_app_operands *ops; /* ops->items: the whole problem */
     unsigned workers;
     /* NULL: placement left to the OS. Else the CPU of worker t. */
     const int *cpus;

@@ -326,6 +326,23 @@ def test_every_outcome_of_a_run(fake_apps: Path, monkeypatch: pytest.MonkeyPatch
     assert result.runs_done == 2 * 3 + 1  # the unsupported cell's second run is not tried
 
 
+def test_a_run_without_a_positive_time_fails(fake_apps: Path, tmp_path: Path) -> None:
+    """The rate divides by the time: a result whose time_s is 0 is a failed
+    run, not a sample (its records stay valid)."""
+    from threadlab.runner import StopRequest
+
+    plan = _plan(threads=[1], runs=1, design="none", kernel_names=["pi"])
+    cell = plan.cells[0]
+    cell.program = tmp_path / "threadlab-app-zero"
+    cell.program.write_text("#!/bin/sh\necho '{\"status\": \"ok\", \"time_s\": 0}'\n")
+    cell.program.chmod(0o755)
+    outcome = apps.run_once(cell, 10.0, StopRequest())
+    assert outcome is not None and outcome.kind == "failed"
+    apps.record_outcome(cell, outcome)
+    records = apps.cell_records(cell, plan)
+    assert [r["status"] for r in records] == ["failed"] * 3 and all(schema.record_problems(r) == [] for r in records)
+
+
 # ---------------------------------------------------------------- the CLI
 
 

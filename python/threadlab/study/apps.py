@@ -144,21 +144,30 @@ def parse_design(text: str) -> list[tuple[str, ...]]:
     return blocks
 
 
-def parse_threads(text: str) -> list[int]:
-    """--threads 1,2,4 or 1-8 (ranges and lists mix)."""
+def count_ranges(parts: Iterable[str], maximum: int) -> list[int]:
+    """Counts from 1 to maximum given as numbers and ranges (1,2,4 or 1-8
+    mix), sorted, each once; ValueError naming the first bad part."""
     counts: list[int] = []
-    for part in text.split(","):
+    for part in parts:
         part = part.strip()
         match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
         low = int(match.group(1)) if match else 0
         high = int(match.group(2)) if match and match.group(2) else low
-        if not match or not 1 <= low <= high <= MAX_THREADS:
-            raise UserError(
-                f"--threads {text}: expected thread counts from 1 to {MAX_THREADS}, as a list and/or ranges "
-                "(e.g. 1,2,4 or 1-8)"
-            )
+        if not match or not 1 <= low <= high <= maximum:
+            raise ValueError(part)
         counts.extend(range(low, high + 1))
     return sorted(set(counts))
+
+
+def parse_threads(text: str) -> list[int]:
+    """--threads 1,2,4 or 1-8 (ranges and lists mix)."""
+    try:
+        return count_ranges(text.split(","), MAX_THREADS)
+    except ValueError:
+        raise UserError(
+            f"--threads {text}: expected thread counts from 1 to {MAX_THREADS}, as a list and/or ranges "
+            "(e.g. 1,2,4 or 1-8)"
+        ) from None
 
 
 def parse_kernels(text: str) -> list[str]:
@@ -308,16 +317,18 @@ def _query(program: Path, *args: str) -> list[str]:
 
 def kernel_catalog(programs: Programs) -> dict[str, KernelInfo]:
     """The kernels and their sizes, from the first available program."""
-    program = next(iter(sorted(programs.paths.values())))
-    preferred = programs.path("pthread", programs.native_arch)
-    lines = _query(preferred or program, "--kernels")
+    if not programs.paths:
+        raise ThreadlabError(f"no application program of a known platform ({', '.join(PLATFORMS)}) in "
+                             f"{programs.directory}; build them with `make`")
+    program = programs.path("pthread", programs.native_arch) or min(programs.paths.values())
+    lines = _query(program, "--kernels")
     try:
         kernels = {info.name: info for info in (KernelInfo.from_dict(json.loads(line)) for line in lines)}
     except (KeyError, TypeError, ValueError) as error:
-        raise ThreadlabError(f"{(preferred or program).name} --kernels: bad answer ({error!r})") from None
+        raise ThreadlabError(f"{program.name} --kernels: bad answer ({error!r})") from None
     missing = [k for k in KERNELS if k not in kernels]
     if missing:
-        raise ThreadlabError(f"{(preferred or program).name} --kernels lacks {', '.join(missing)}")
+        raise ThreadlabError(f"{program.name} --kernels lacks {', '.join(missing)}")
     return kernels
 
 
@@ -386,7 +397,6 @@ class Cell:
     program: Path | None
     unsupported: str | None = None
     times: list[float] = field(default_factory=list)
-    rates: list[float] = field(default_factory=list)
     walls: list[float] = field(default_factory=list)
     runs_done: int = 0
     wrong: list[str] = field(default_factory=list)
@@ -601,9 +611,30 @@ class Outcome:
     wall_s: float
 
 
-def _stderr_line(text: str) -> str | None:
+def stderr_line(text: str) -> str | None:
+    """The last non-blank line of a program's stderr, cut to a sane length."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:_STDERR_KEEP] if lines else None
+
+
+def last_json_object(text: str) -> dict[str, Any]:
+    """The JSON object on the last non-blank line of a program's stdout;
+    {} when there is none."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return {}
+    try:
+        parsed = json.loads(lines[-1])
+    except json.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _measured(data: Mapping[str, Any]) -> bool:
+    """The run printed the time of its parallel part (positive: the rate
+    divides by it)."""
+    value = data.get("time_s")
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
 def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequence[str] = ()) -> Outcome | None:
@@ -634,21 +665,14 @@ def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequen
     stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
     if timed_out:
         return Outcome("failed", f"timed out after {timeout_s:g} s", {}, wall)
-    data: dict[str, Any] = {}
-    lines = [line for line in stdout.splitlines() if line.strip()]
-    if lines:
-        try:
-            parsed = json.loads(lines[-1])
-            data = parsed if isinstance(parsed, dict) else {}
-        except json.JSONDecodeError:
-            data = {}
-    said = _stderr_line(stderr)
+    data = last_json_object(stdout)
+    said = stderr_line(stderr)
     code = child.returncode
     if code < 0:
         return Outcome("failed", f"killed by signal {-code}" + (f": {said}" if said else ""), data, wall)
-    if code == EXIT_VERIFIED and data.get("status") == "ok" and isinstance(data.get("time_s"), (int, float)):
+    if code == EXIT_VERIFIED and data.get("status") == "ok" and _measured(data):
         return Outcome("ok", None, data, wall)
-    if code == EXIT_WRONG and isinstance(data.get("time_s"), (int, float)):
+    if code == EXIT_WRONG and _measured(data):
         return Outcome("wrong", str(data.get("reason") or said or "wrong result"), data, wall)
     if code == EXIT_UNSUPPORTED:
         return Outcome("unsupported", str(data.get("reason") or said or "unsupported"), data, wall)
@@ -673,7 +697,6 @@ def record_outcome(cell: Cell, outcome: Outcome) -> None:
     cell.runs_done += 1
     time_s = float(data["time_s"])
     cell.times.append(time_s)
-    cell.rates.append(cell.size / time_s / 1e6 if time_s > 0 else float("nan"))
     cell.walls.append(outcome.wall_s)
     if outcome.kind == "wrong":
         cell.wrong.append(outcome.reason or "wrong result")
@@ -916,8 +939,8 @@ def cell_records(cell: Cell, plan: Plan) -> list[dict[str, Any]]:
     unit), process (s). Samples: every run, in the order run."""
     specs = {
         "time": ("s", TIME_QUANTITY, cell.times, "monotonic_raw"),
-        "rate": (cell.kernel.rate_unit, cell.kernel.quantity + " (size / time of the parallel part)", cell.rates,
-                 "monotonic_raw"),
+        "rate": (cell.kernel.rate_unit, cell.kernel.quantity + " (size / time of the parallel part)",
+                 [cell.size / t / 1e6 for t in cell.times], "monotonic_raw"),
         "process": ("s", PROCESS_QUANTITY, cell.walls, "monotonic"),
     }
     records = []
@@ -939,17 +962,8 @@ def cell_records(cell: Cell, plan: Plan) -> list[dict[str, Any]]:
                       "max_timings": plan.runs, "elapsed_s": round(sum(cell.walls), 6)},
                 checks=_checks(cell),
             )
-        records.append(schema.validate_record(_finite(record)))
+        records.append(schema.validate_record(record))
     return records
-
-
-def _finite(record: dict[str, Any]) -> dict[str, Any]:
-    """Non-finite summary values become null, as the format wants."""
-    summary = record.get("summary")
-    if summary:
-        record["summary"] = {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                             for k, v in summary.items()}
-    return record
 
 
 def is_study_record(record: Mapping[str, Any]) -> bool:

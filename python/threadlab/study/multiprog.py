@@ -24,11 +24,9 @@ computes the seed's Tables 1 and 2 from them).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -40,8 +38,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from threadlab import rm, schema, stats
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.record import new_record
-from threadlab.runner import StopRequest
-from threadlab.study.apps import Job, StudyProgress, StudyResult, allowed_cpus, drive, interleaved_jobs
+from threadlab.runner import StopRequest, kill_group
+from threadlab.study.apps import (Job, StudyProgress, StudyResult, allowed_cpus, count_ranges, drive, interleaved_jobs,
+                                  last_json_object, stderr_line)
 
 STUDY = "multiprog"
 PROGRAM = "threadlab-npb"
@@ -67,7 +66,6 @@ DEFAULT_QUANTUM_MS = 100
 
 # Environment a baseline must not inherit from the user's shell.
 _SCRUBBED = re.compile(r"^(OMP_|GOMP_|KMP_|THREADLAB_OMP_|THREADLAB_RM_)")
-_STDERR_KEEP = 400
 
 
 # ------------------------------------------------------------------ input
@@ -101,16 +99,11 @@ def parse_baselines(text: str) -> list[str]:
 
 def parse_degrees(text: str) -> list[int]:
     """--degree 1,2,4,8 or 1-4: multiprogramming degrees, 1..MAX_DEGREE."""
-    degrees: list[int] = []
-    for part in _list("--degree", text):
-        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        low = int(match.group(1)) if match else 0
-        high = int(match.group(2)) if match and match.group(2) else low
-        if not match or not 1 <= low <= high <= MAX_DEGREE:
-            raise UserError(f"--degree {text}: '{part}' is out of range; expected degrees (instances at once) "
-                            f"from 1 to {MAX_DEGREE}, as a list and/or ranges (e.g. 1,2,4,8 or 1-4)")
-        degrees.extend(range(low, high + 1))
-    return sorted(set(degrees))
+    try:
+        return count_ranges(_list("--degree", text), MAX_DEGREE)
+    except ValueError as bad:
+        raise UserError(f"--degree {text}: '{bad}' is out of range; expected degrees (instances at once) "
+                        f"from 1 to {MAX_DEGREE}, as a list and/or ranges (e.g. 1,2,4,8 or 1-4)") from None
 
 
 def parse_size(text: str) -> str:
@@ -388,29 +381,16 @@ class _Child:
 
     def kill(self) -> None:
         if self.ended is None:
-            try:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            kill_group(self.popen)
 
     def instance(self) -> Instance:
         assert self.ended is not None
-        text = self.stdout_path.read_text(errors="replace")
-        lines = [line for line in text.splitlines() if line.strip()]
-        data: dict[str, Any] = {}
-        if lines:
-            try:
-                parsed = json.loads(lines[-1])
-                data = parsed if isinstance(parsed, dict) else {}
-            except json.JSONDecodeError:
-                data = {}
-        err_lines = [line.strip() for line in self.stderr_path.read_text(errors="replace").splitlines()
-                     if line.strip()]
+        data = last_json_object(self.stdout_path.read_text(errors="replace"))
         return Instance(
             turnaround_s=self.ended - self.started, exit_status=self.status,
             verified=self.status == 0 and data.get("verified") is True, data=data,
             voluntary=int(self.rusage.ru_nvcsw), involuntary=int(self.rusage.ru_nivcsw),
-            stderr=err_lines[-1][:_STDERR_KEEP] if err_lines else None,
+            stderr=stderr_line(self.stderr_path.read_text(errors="replace")),
         )
 
 
@@ -622,10 +602,8 @@ def cell_records(cell: Cell, plan: Plan) -> list[dict[str, Any]]:
             record.update(status="failed", reason=cell.failures[0] if cell.failures else "no experiment completed",
                           checks=_checks(cell) if cell.runs_done else [])
         else:
-            summary = stats.summarize(samples).as_dict()
             record.update(
-                clock="monotonic", iterations=1, samples=samples,
-                summary={k: (None if isinstance(v, float) and v != v else v) for k, v in summary.items()},
+                clock="monotonic", iterations=1, samples=samples, summary=stats.summarize(samples).as_dict(),
                 stop={"rule": "fixed", "target": None, "reason": "fixed", "min_timings": plan.runs,
                       "max_timings": plan.runs, "elapsed_s": round(sum(cell.makespan), 6)},
                 checks=_checks(cell),

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -326,13 +325,6 @@ def speedups(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     "kernel": kernel, "scenario": data.numbers[scenario],
                     **dict(zip(FACTORS, scenario)), "threads": count, "speedup": ratio,
                     "low": interval.low if interval else None, "high": interval.high if interval else None,
-                    "median_speedup": _median_ratio(base["samples"], other["samples"]),
+                    "median_speedup": stats.ratio_of_medians(other["samples"], base["samples"])[0],
                 })
     return result
-
-
-def _median_ratio(a: Sequence[float], b: Sequence[float]) -> float | None:
-    import numpy as np
-
-    ma, mb = float(np.median(a)), float(np.median(b))
-    return ma / mb if mb > 0 and math.isfinite(ma) else None

@@ -59,7 +59,7 @@ def test_export_then_import_into_another_store_round_trips(exported: Path, tmp_p
         assert run.hostname == "far-away" and run.machine_id == "f" * 16
         assert run.environment["cpu"]["model"] == "Test CPU @ 2.0GHz"
         assert run.origin and run.origin["header"] is True and run.origin["original_id"] == 1
-        assert store.point_indexes(run.id) == list(range(7))
+        assert store.records_with_points(run.id)[1] == list(range(7))
         imported = store.records(run.id)
     original = [json.loads(line) for line in exported.read_text().splitlines()[1:]]
     assert imported == original
@@ -96,7 +96,7 @@ def test_bare_records_are_imported_with_synthesized_metadata(tmp_path: Path, db_
         run = store.resolve_run("lab")
         assert run.origin and run.origin["header"] is False
         assert run.hostname == "lab-7" and run.status == "complete"
-        assert store.point_indexes(run.id) == [0, 1, 2, 3, 4, 5, 6, 6]  # LogP's two records: one point
+        assert store.records_with_points(run.id)[1] == [0, 1, 2, 3, 4, 5, 6, 6]  # LogP's two records: one point
 
 
 def test_stdin_is_accepted(exported: Path, tmp_path: Path) -> None:

@@ -847,11 +847,10 @@ def _regression_gate(pairs: Sequence[compare.PairComparison], percent: float | N
     found = [(pair, point) for pair in pairs for point in pair.regressions(percent)]
     for pair, point in found:
         where = f" {point.placement}" if point.placement else ""
-        p_value = point.p_adjusted if point.p_adjusted is not None else (point.result.p if point.result else None)
         print(
             f"{PROG}: regression: {point.label}{where}: B/A = {compare.format_ratio(point.ratio)} "
             f"({compare.change_text(point.slowdown or 1.0)}; the limit is {percent:g}% slower), "
-            f"p = {compare.format_p(p_value)}; A: {pair.a.label}, B: {pair.b.label}",
+            f"p = {compare.format_p(point.p_adjusted)}; A: {pair.a.label}, B: {pair.b.label}",
             file=sys.stderr,
         )
     if found:
@@ -879,8 +878,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     with Store(_db_path(args), create=False) as store:
         run = store.resolve_run(args.run)
-        records = store.records(run.id)
-        points = store.point_indexes(run.id)
+        records, points = store.records_with_points(run.id)
     text = transfer.export_text(args.format, run, records, points)
     if args.output and args.output != "-":
         try:

@@ -119,7 +119,7 @@ class PointComparison:
     ratio: float | None = None
     verdict: str = ""
     direction: int = 0
-    p_adjusted: float | None = None
+    p_adjusted: float | None = None  # the deciding test's p (adjusted with --adjust); None when not tested
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -189,7 +189,7 @@ class PairComparison:
             counts[word] = counts.get(word, 0) + 1
         order = [w for pair in _WORDS.values() for w in pair] + [NO_DIFFERENCE, "not tested", "not compared"]
         ordered = dict(sorted(counts.items(), key=lambda item: order.index(item[0]) if item[0] in order else 99))
-        return Summary(stats.geometric_mean([s for s in slowdowns if s]), len(slowdowns), ordered)
+        return Summary(stats.geometric_mean(slowdowns), len(slowdowns), ordered)
 
     def regressions(self, percent: float) -> list[PointComparison]:
         """Points significantly worse in B by more than `percent`."""

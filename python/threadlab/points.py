@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from threadlab import stats
-from threadlab.table import PLACEMENT_HEADERS, PLACEMENT_ORDER
+from threadlab.table import PLACEMENT_HEADERS, PLACEMENT_ORDER, multi_model
 from threadlab.units import format_value, is_time_unit, to_ns
 
 IDENTITY_FIELDS = ("benchmark", "model", "metric", "params", "placement")
@@ -58,14 +58,6 @@ def varying_params(records: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
         for name, value in record["params"].items():
             per.setdefault(name, set()).add(str(value))
     return {bench: {name for name, values in per.items() if len(values) > 1} for bench, per in seen.items()}
-
-
-def multi_model(records: Iterable[Mapping[str, Any]]) -> set[str]:
-    """Benchmarks measured on several models: their labels name the model."""
-    models: dict[str, set[str]] = {}
-    for record in records:
-        models.setdefault(record["benchmark"], set()).add(record["model"])
-    return {bench for bench, found in models.items() if len(found) > 1}
 
 
 def point_label(record: Mapping[str, Any], shown: set[str], models: bool = False, skip: str | None = None) -> str:

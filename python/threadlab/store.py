@@ -475,10 +475,14 @@ class Store:
         except sqlite3.IntegrityError:
             raise UserError(f"name {name}: another run took that name meanwhile") from None
 
-    def point_indexes(self, run_id: int) -> list[int]:
-        """The sweep point of each record of a run, in stored order."""
-        rows = self._db.execute("SELECT point FROM records WHERE run_id = ? ORDER BY seq", (run_id,))
-        return [int(row["point"]) for row in rows]
+    def records_with_points(self, run_id: int) -> tuple[list[dict[str, Any]], list[int]]:
+        """The records of a run and the sweep point of each, in stored order,
+        read in one statement: a run still being written cannot add a record
+        between the two lists."""
+        rows = self._db.execute(
+            "SELECT point, record FROM records WHERE run_id = ? ORDER BY seq", (run_id,)
+        ).fetchall()
+        return [json.loads(row["record"]) for row in rows], [int(row["point"]) for row in rows]
 
     # ------------------------------------------------------------ reading
 

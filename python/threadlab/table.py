@@ -18,7 +18,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import IO, Any, Mapping, Sequence
+from typing import IO, Any, Iterable, Mapping, Sequence
 
 from rich import box
 from rich.cells import cell_len
@@ -127,6 +127,14 @@ def _params_shown(records: Sequence[Mapping[str, Any]], catalog: Mapping[str, Ma
     return shown
 
 
+def multi_model(records: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Benchmarks measured on several models: their labels name the model."""
+    models: dict[str, set[str]] = {}
+    for record in records:
+        models.setdefault(record["benchmark"], set()).add(record["model"])
+    return {bench for bench, found in models.items() if len(found) > 1}
+
+
 def row_label(record: Mapping[str, Any], shown_params: set[str], show_model: bool = False) -> str:
     parts = [record["benchmark"]]
     if show_model:  # the benchmark was measured on several thread models (docs/thread-models.md)
@@ -167,14 +175,12 @@ def build_table(records: Sequence[Mapping[str, Any]], catalog: Sequence[Mapping[
     """The table of a run's records, rows in the order they were measured."""
     by_name = {entry["benchmark"]: entry for entry in catalog}
     shown = _params_shown(records, by_name)
-    models: dict[str, set[str]] = {}
-    for record in records:
-        models.setdefault(record["benchmark"], set()).add(record["model"])
+    several = multi_model(records)
     notes = Footnotes()
     rows: dict[str, Row] = {}
     present: set[str] = set()
     for record in records:
-        label = row_label(record, shown.get(record["benchmark"], set()), len(models[record["benchmark"]]) > 1)
+        label = row_label(record, shown.get(record["benchmark"], set()), record["benchmark"] in several)
         row = rows.setdefault(label, Row(label=label, quantity=record["quantity"]))
         row.cells[record["placement"]] = cell_text(record, notes)
         row.styles[record["placement"]] = cell_style(record)

@@ -175,7 +175,9 @@ def _run_validator() -> Draft202012Validator:
 def header_problems(header: Mapping[str, Any]) -> list[str]:
     errors = list(_run_validator().iter_errors(header))
     if errors:
-        return [schema._describe(best_match([error])) for error in [best_match(errors)]]
+        # As schema.record_problems: best_match of the single best error
+        # descends into oneOf alternatives.
+        return [schema._describe(best_match([best_match(errors)]))]
     problems = []
     for key in ("started_at", "finished_at"):
         value = header.get(key)
@@ -256,11 +258,10 @@ def read_import(text: str, source: str, host: str | None = None) -> ImportPlan:
                 raise _refuse(source, number, "run header: " + "; ".join(problems))
             header, header_line = value, number
             continue
-        problems = schema.record_problems(value)
-        if problems:
-            more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
-            raise _refuse(source, number, "; ".join(problems[:2]) + more)
-        records.append(value)
+        try:
+            records.append(schema.validate_record(value))
+        except schema.RecordError as error:
+            raise _refuse(source, number, str(error)) from None
     if header is None and not records:
         raise _refuse(source, None, "no records (an empty file)")
     origin: dict[str, Any] = {"imported_at": now_utc(), "file": source, "sha256": digest, "header": header is not None}

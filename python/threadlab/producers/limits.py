@@ -25,7 +25,7 @@ import os
 import resource
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 TEST_OVERRIDE_ENV = "THREADLAB_TEST_LIMITS"
 
@@ -206,8 +206,10 @@ def apply_override(limits: MachineLimits, text: str | None) -> MachineLimits:
     except json.JSONDecodeError as error:
         raise ValueError(f"${TEST_OVERRIDE_ENV}: not JSON ({error.msg})") from None
     known = {f.name for f in fields(MachineLimits)}
+    if not isinstance(values, dict):
+        raise ValueError(f"${TEST_OVERRIDE_ENV}: expected a JSON object of {sorted(known)}")
     unknown = sorted(set(values) - known)
-    if not isinstance(values, dict) or unknown:
+    if unknown:
         raise ValueError(f"${TEST_OVERRIDE_ENV}: unknown fields {unknown}; known: {sorted(known)}")
     return replace(limits, **values)
 
@@ -297,5 +299,3 @@ def describe(limits: MachineLimits) -> str:
         parts.append(f"ulimit -v {limits.address_space_bytes / 2**30:.1f} GiB")
     return ", ".join(parts)
 
-
-CountFor = Callable[[dict[str, str]], int]

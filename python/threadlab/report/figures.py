@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -43,10 +44,9 @@ class RenderedFigure:
     svg: str  # the <svg> element, ready to inline
     png: Path
     caption: str = ""
-    series: list[str] = field(default_factory=list)
 
 
-def _render(figure: Figure, name: str, title: str, out_dir: Path, caption: str = "") -> RenderedFigure:
+def _render(figure: Figure, name: str, title: str, out_dir: Path) -> RenderedFigure:
     out_dir.mkdir(parents=True, exist_ok=True)
     png = out_dir / f"{name}.png"
     with rc_context({"svg.fonttype": "none", "svg.hashsalt": f"threadlab-{name}"}):
@@ -59,12 +59,9 @@ def _render(figure: Figure, name: str, title: str, out_dir: Path, caption: str =
     size = re.search(r'<svg[^>]*? width="([\d.]+)pt"', svg)
     natural = f"max-width: {float(size.group(1)) * 96 / 72:.0f}px" if size else ""
     svg = re.sub(r'<svg([^>]*?) width="[^"]*" height="[^"]*"', r'<svg\1', svg, count=1)
-    svg = svg.replace("<svg ", f'<svg role="img" aria-label="{_attr(title)}" class="plot" style="{natural}" ', 1)
-    return RenderedFigure(name, title, svg, png, caption)
-
-
-def _attr(text: str) -> str:
-    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+    label = escape(title, quote=True)
+    svg = svg.replace("<svg ", f'<svg role="img" aria-label="{label}" class="plot" style="{natural}" ', 1)
+    return RenderedFigure(name, title, svg, png)
 
 
 def _style(ax: Any) -> None:

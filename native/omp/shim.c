@@ -176,9 +176,15 @@ static struct {
     pthread_mutex_t lock;
 } g = {.state = TL_OMP_STATE_INIT, .slot = -1, .dyn_user = -1, .dyn_gen = 1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
-static __thread unsigned tls_dyn_gen;
-static __thread uint32_t tls_pin_epoch;
-static __thread int tls_pin_tid = -1;
+/* The shim is preloaded, so its thread-locals can live in the static TLS
+ * block: initial-exec makes each access one %fs-relative load instead of a
+ * __tls_get_addr call (sync_dyn() reads one at every region).  libgomp's
+ * own thread-locals are initial-exec too. */
+#define TLS_IE __attribute__((tls_model("initial-exec")))
+
+static __thread unsigned tls_dyn_gen TLS_IE;
+static __thread uint32_t tls_pin_epoch TLS_IE;
+static __thread int tls_pin_tid TLS_IE = -1;
 
 enum {
     NOTE_NO_MANAGER = 1,
@@ -541,8 +547,10 @@ static inline unsigned decide(unsigned specified, int *managed)
     if (UNLIKELY(__atomic_load_n(&s->requested, __ATOMIC_RELAXED) != request))
         __atomic_store_n(&s->requested, request, __ATOMIC_RELAXED);
     unsigned alloc = 1;
-    if (LIKELY(g.answered) || __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) != g.epoch0) {
-        g.answered = 1;
+    int answered = g.answered;
+    if (UNLIKELY(!answered) && __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) != g.epoch0)
+        g.answered = answered = 1; /* stored once, not at every region */
+    if (LIKELY(answered)) {
         alloc = __atomic_load_n(&s->alloc, __ATOMIC_ACQUIRE);
         if (alloc == 0)
             alloc = 1;
@@ -605,9 +613,10 @@ static int pin_prepare(pin_frame *f, tl_fn fn, void *data)
     f->data = data;
     f->epoch = epoch;
     f->ncpus = 0;
-    for (unsigned c = 0; c < TL_RM_MAX_CPUS && f->ncpus < PIN_MAX_CPUS; c++)
-        if (tl_rm_cpuset_has(&cpus, c))
-            f->cpu[f->ncpus++] = (int)c;
+    /* Every region: the set bits only, not all TL_RM_MAX_CPUS of them. */
+    for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
+        for (uint64_t bits = cpus.bits[w]; bits && f->ncpus < PIN_MAX_CPUS; bits &= bits - 1)
+            f->cpu[f->ncpus++] = (int)(w * 64 + (unsigned)__builtin_ctzll(bits));
     return 1;
 }
 
@@ -621,8 +630,8 @@ static void pin_master_only(void)
 
 /* Legacy GOMP_parallel_start/end: the frame lives until the end. */
 #define LEGACY_DEPTH 8
-static __thread pin_frame *tls_legacy[LEGACY_DEPTH];
-static __thread unsigned tls_legacy_depth;
+static __thread pin_frame *tls_legacy[LEGACY_DEPTH] TLS_IE;
+static __thread unsigned tls_legacy_depth TLS_IE;
 
 static void legacy_push(pin_frame *f)
 {

@@ -658,13 +658,16 @@ static void on_arena_fault(int sig, siginfo_t *info, void *context)
 {
     (void)context;
     const char *at = info->si_addr;
-    if (arena_jump_set && at >= arena_base && at < arena_base + arena_bytes) {
+    int fault = info->si_code > 0; /* raised by an access, not sent with kill() (si_addr is then no address) */
+    if (fault && arena_jump_set && at >= arena_base && at < arena_base + arena_bytes) {
         arena_jump_set = 0;
         siglongjmp(arena_jump, 1);
     }
     /* Not the arena: the default action, on the faulting access itself
-     * when the handler returns. */
+     * when the handler returns, or now for a signal that was sent. */
     signal(sig, SIG_DFL);
+    if (!fault)
+        raise(sig);
 }
 
 static void guard_arena_faults(const manager *m)

@@ -189,18 +189,44 @@ def parse_cpu_list(text: str) -> list[int]:
 # ----------------------------------------------------------- the daemon
 
 
-def _daemon_env(directory: Path) -> dict[str, str]:
+def daemon_env(directory: Path) -> dict[str, str]:
+    """This process's environment with the manager of `directory` named."""
     env = dict(os.environ)
     env[DIR_ENV] = str(directory)
     env[ARENA_ENV] = arena_name(directory)
     return env
 
 
+def daemon_args(
+    *,
+    policy: str | None = None,
+    quantum_ms: int = DEFAULT_QUANTUM_MS,
+    cpus: Sequence[int] | None = None,
+    slots: int | None = None,
+    reset: bool = False,
+) -> list[str]:
+    """The daemon's options that start a manager so (Manager.start; `threadlab
+    rm start --foreground`), each value checked (UserError)."""
+    args: list[str] = []
+    if policy is not None:
+        args += ["--policy", check_policy(policy)]
+    args += ["--quantum-ms", str(check_quantum(quantum_ms))]
+    if cpus is not None:
+        args += ["--cpus", cpu_list(cpus)]
+    if slots is not None:
+        if not _in_range(slots, SLOTS_MIN, SLOTS_MAX):
+            raise UserError(f"slots {slots!r}: expected an integer from {SLOTS_MIN} to {SLOTS_MAX}")
+        args += ["--slots", str(slots)]
+    if reset:
+        args.append("--reset")
+    return args
+
+
 def _call(directory: Path, *args: str, timeout: float = _QUERY_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     program = find_native(RM_PROGRAM)
     try:
         return subprocess.run([str(program), *args], capture_output=True, text=True, timeout=timeout,
-                              env=_daemon_env(directory), check=False, stdin=subprocess.DEVNULL)
+                              env=daemon_env(directory), check=False, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise ThreadlabError(f"{RM_PROGRAM} {' '.join(args)} did not answer within {timeout:g} s") from None
     except OSError as error:
@@ -289,25 +315,15 @@ class Manager:
         version.  Raises ThreadlabError with the daemon's reason and the tail
         of its log when it cannot start (one is running already, ...)."""
         where = resolve_dir(directory)
-        args: list[str] = []
-        if policy is not None:
-            args += ["--policy", check_policy(policy)]
-        args += ["--quantum-ms", str(check_quantum(quantum_ms))]
+        args = daemon_args(policy=policy, quantum_ms=quantum_ms, cpus=cpus, slots=slots, reset=reset)
         if cpus is not None:
             # The daemon inherits this process's affinity: refuse the rest
             # here, as a usage error, before anything starts.
             allowed = os.sched_getaffinity(0)
             outside = sorted(set(cpus) - allowed)
-            args += ["--cpus", cpu_list(cpus)]
             if outside:
                 raise UserError(f"cpus {cpu_list(cpus)}: CPU {outside[0]} is not available to this process "
                                 f"(available: {cpu_list(sorted(allowed))})")
-        if slots is not None:
-            if not _in_range(slots, SLOTS_MIN, SLOTS_MAX):
-                raise UserError(f"slots {slots!r}: expected an integer from {SLOTS_MIN} to {SLOTS_MAX}")
-            args += ["--slots", str(slots)]
-        if reset:
-            args.append("--reset")
         try:
             where.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as error:

@@ -181,17 +181,11 @@ def _foreground(args: argparse.Namespace, directory: Path) -> int:
     """Execs the daemon in the foreground: its own Ctrl-C handling and
     messages (it logs to the terminal with --verbose)."""
     program = rm.find_native(rm.RM_PROGRAM)
-    argv = [str(program), "--foreground", "--verbose", "--quantum-ms", str(args.quantum_ms)]
-    if args.policy:
-        argv += ["--policy", args.policy]
-    if args.cpus:
-        argv += ["--cpus", rm.cpu_list(args.cpus)]
-    if args.slots:
-        argv += ["--slots", str(args.slots)]
-    if args.reset:
-        argv.append("--reset")
+    argv = [str(program), "--foreground", "--verbose",
+            *rm.daemon_args(policy=args.policy, quantum_ms=args.quantum_ms, cpus=args.cpus, slots=args.slots,
+                            reset=args.reset)]
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    env = {**os.environ, rm.DIR_ENV: str(directory), rm.ARENA_ENV: rm.arena_name(directory)}
+    env = rm.daemon_env(directory)
     sys.stdout.flush()
     os.execve(argv[0], argv, env)
     return 1  # not reached

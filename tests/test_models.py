@@ -141,7 +141,8 @@ def test_sleep_yield_threads_sleep_twice(model: str) -> None:
     code, [record], _ = run_point(model, "threads.sleep_yield", "--param", "count=200", "--param", "sleep_ms=5",
                                   "--param", "joined=yes")
     assert code == 0 and record["status"] == "ok", record["reason"]
-    assert check(record, "every_thread_ran")["ok"]
+    ran = check(record, "every_thread_ran")
+    assert ran["ok"] and ran["value"] == 200
     slept = check(record, "slept")
     assert slept["ok"] and slept["value"] >= 10
     # joined=yes: a sample covers both sleeps.

@@ -12,6 +12,7 @@
  * says how many threads fit (docs/thread-models.md); a sanitizer build's
  * cap is no such limit. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,29 +54,10 @@ typedef struct {
     tl_mthread *h;
     uint64_t n;
     uint64_t least_arrived; /* fewest threads blocked at once over the timings */
-    double *kernel;         /* per timing: kernel memory the COUNT threads added */
-    unsigned nkernel, kernel_room;
+    double *kernel;         /* per timing (at most max_timings): kernel memory the COUNT threads added */
+    unsigned nkernel;
     int kernel_unknown;     /* /proc/meminfo could not tell, once */
 } capacity_state;
-
-static void keep_kernel_delta(capacity_state *c, long before, long during)
-{
-    if (before < 0 || during < 0) {
-        c->kernel_unknown = 1;
-        return;
-    }
-    if (c->nkernel == c->kernel_room) {
-        unsigned room = c->kernel_room ? 2 * c->kernel_room : 16;
-        double *more = realloc(c->kernel, room * sizeof *more);
-        if (!more) {
-            c->kernel_unknown = 1;
-            return;
-        }
-        c->kernel = more;
-        c->kernel_room = room;
-    }
-    c->kernel[c->nkernel++] = (double)(during - before);
-}
 
 /* Releases and joins the threads h[0..made). */
 static int release_all(capacity_state *c, uint64_t made)
@@ -85,11 +67,7 @@ static int release_all(capacity_state *c, uint64_t made)
     s->release = 1;
     tl_model_cond_broadcast(&s->release_cv);
     tl_model_mutex_unlock(&s->lock);
-    int first = 0;
-    for (uint64_t i = 0; i < made; i++) {
-        int rc = tl_model_join(c->h[i]);
-        first = first ? first : rc;
-    }
+    int first = tl_models_join_all(c->h, made);
     return first ? first : s->error;
 }
 
@@ -135,7 +113,10 @@ static double sample_capacity(void *arg, uint64_t iterations)
         tl_fail(c->ctx, "the resident memory could not be read (/proc)");
         return -1;
     }
-    keep_kernel_delta(c, kernel_before, kernel_during);
+    if (kernel_before < 0 || kernel_during < 0)
+        c->kernel_unknown = 1;
+    else if (c->nkernel < c->ctx->opt.max_timings)
+        c->kernel[c->nkernel++] = (double)(kernel_during - kernel_before);
     return during - before;
 }
 
@@ -156,6 +137,11 @@ static int body_capacity(tl_ctx *ctx)
     tl_models_batch threads;
     int rc = tl_models_batch_open(ctx, TL_MSTACK_SMALL, sizeof(capacity_shared), &threads);
     capacity_state c = {.ctx = ctx, .n = threads.n, .h = threads.h, .s = threads.shared, .least_arrived = threads.n};
+    /* Fixed iterations, no warm-up: one call of sample_capacity per timing. */
+    if (rc > 0 && !(c.kernel = calloc(ctx->opt.max_timings, sizeof *c.kernel))) {
+        tl_fail(ctx, "allocating %u kernel-memory readings: %s", ctx->opt.max_timings, strerror(ENOMEM));
+        rc = -1;
+    }
     if (rc > 0 && (rc = tl_models_sync_init(ctx, &c.s->lock, &c.s->arrived_cv, &c.s->release_cv)) == 0) {
         tl_extra_num(ctx, "thread_stack_bytes", (double)tl_model_stack_bytes(TL_MSTACK_SMALL));
         /* Every sample creates COUNT threads: no warm-up round. */

@@ -15,7 +15,7 @@
 #include <system_error>
 
 #include "threadlab/model.h"
-#include "model_common.h"
+#include "threadlab/resident.h"
 
 namespace {
 
@@ -112,7 +112,7 @@ tl_model_cost tl_model_thread_cost(tl_mstack stack)
     return cost;
 }
 
-double tl_model_resident_bytes(void) { return tl_model_self_rss(); }
+double tl_model_resident_bytes(void) { return static_cast<double>(tl_resident_bytes()); }
 
 int tl_model_create(tl_mthread *t, tl_mthread_fn fn, void *arg, tl_mstack stack)
 {

@@ -3,7 +3,7 @@
 #include <pthread.h>
 
 #include "threadlab/model.h"
-#include "model_common.h"
+#include "threadlab/resident.h"
 
 const char tl_model_name[] = "pthread";
 const char *const tl_model_no_instantiate =
@@ -39,7 +39,7 @@ tl_model_cost tl_model_thread_cost(tl_mstack stack)
 
 double tl_model_resident_bytes(void)
 {
-    return tl_model_self_rss();
+    return (double)tl_resident_bytes();
 }
 
 int tl_model_create(tl_mthread *t, tl_mthread_fn fn, void *arg, tl_mstack stack)

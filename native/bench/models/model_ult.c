@@ -11,7 +11,7 @@
 
 #include "threadlab/model.h"
 #include "threadlab/ult.h"
-#include "model_common.h"
+#include "threadlab/resident.h"
 
 const char tl_model_name[] = "ult";
 const char *const tl_model_no_instantiate = NULL;
@@ -57,7 +57,7 @@ int tl_model_init(tl_ctx *ctx)
 void tl_model_describe(tl_ctx *ctx)
 {
     tl_extra_num(ctx, "vps", tl_ult_num_vps());
-    tl_extra_num(ctx, "stack_size", (double)(config.stack_size ? config.stack_size : 64 * 1024));
+    tl_extra_num(ctx, "stack_size", (double)tl_model_stack_bytes(TL_MSTACK_DEFAULT));
     tl_extra_str(ctx, "stack_mode", config.stack_mode == TL_ULT_STACK_GUARD ? "guard" : "canary");
 }
 
@@ -93,7 +93,7 @@ tl_model_cost tl_model_thread_cost(tl_mstack stack)
 
 double tl_model_resident_bytes(void)
 {
-    return tl_model_self_rss();
+    return (double)tl_resident_bytes();
 }
 
 int tl_model_create(tl_mthread *t, tl_mthread_fn fn, void *arg, tl_mstack stack)

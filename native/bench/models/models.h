@@ -54,6 +54,9 @@ void tl_models_await(_Atomic uint64_t *flag, uint64_t value);
 int tl_models_sync_init(tl_ctx *ctx, tl_mmutex *m, tl_mcond *c1, tl_mcond *c2);
 void tl_models_sync_destroy(tl_mmutex *m, tl_mcond *c1, tl_mcond *c2);
 
+/* Joins h[0..n): every thread is joined, the first error is returned. */
+int tl_models_join_all(const tl_mthread *h, uint64_t n);
+
 /* tl_model_shared_alloc, or NULL after tl_fail. */
 void *tl_models_shared(tl_ctx *ctx, size_t bytes);
 

@@ -22,6 +22,17 @@ void tl_models_await(_Atomic uint64_t *flag, uint64_t value)
         tl_model_yield();
 }
 
+int tl_models_join_all(const tl_mthread *h, uint64_t n)
+{
+    int first = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        int rc = tl_model_join(h[i]);
+        if (rc != 0 && first == 0)
+            first = rc;
+    }
+    return first;
+}
+
 void *tl_models_shared(tl_ctx *ctx, size_t bytes)
 {
     void *p = tl_model_shared_alloc(bytes);

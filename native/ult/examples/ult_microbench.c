@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "threadlab/ult.h"
 #include "threadlab/resident.h"
+#include "threadlab/summary.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,18 +29,6 @@ static double now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static void must(int err, const char *what)
@@ -85,7 +74,7 @@ static double bench_yield(void)
         must(tl_ult_join(b, NULL), "join");
         r[rep] = (now_ns() - t0) / (2.0 * (double)yield_iters);
     }
-    return median(r, REPS);
+    return tl_median(r, REPS);
 }
 
 /* ---- 2. create + join ------------------------------------------------------- */
@@ -102,8 +91,8 @@ static double create_join_batch(void)
     double t0 = now_ns();
     for (long i = 0; i < cj_iters; i++) {
         tl_ult_t t;
-        tl_ult_create(&t, NULL, empty, NULL);
-        tl_ult_join(t, NULL);
+        must(tl_ult_create(&t, NULL, empty, NULL), "create");
+        must(tl_ult_join(t, NULL), "join");
     }
     return (now_ns() - t0) / (double)cj_iters;
 }
@@ -114,7 +103,7 @@ static double bench_create_join(void)
     create_join_batch(); /* warm the caches of descriptors and stacks */
     for (int rep = 0; rep < REPS; rep++)
         r[rep] = create_join_batch();
-    return median(r, REPS);
+    return tl_median(r, REPS);
 }
 
 static void *create_join_in_ult(void *arg)

@@ -139,10 +139,8 @@ public final class Capacity {
             int baseline = osThreads();
             Snapshot before = snapshot(memory);
             try {
-                Models.startAll(threads);
-            } catch (IllegalStateException failure) {
-                release.countDown();
-                Models.joinAll(threads);
+                Models.startAll(threads, release::countDown);
+            } catch (IllegalStateException failure) { // the threads it started are released and joined
                 System.err.println(failure.getMessage());
                 System.exit(1);
             }

@@ -33,12 +33,20 @@ final class Models {
      *  to create native thread") joins the threads already started, so the
      *  JVM can exit, and throws an exception naming the thread that failed. */
     static void startAll(Thread[] threads) {
+        startAll(threads, NOOP);
+    }
+
+    /** startAll for threads that wait for their caller: release runs, on a
+     *  failure, before the threads already started are joined (joining them
+     *  first would wait for ever). */
+    static void startAll(Thread[] threads, Runnable release) {
         int i = 0;
         try {
             for (; i < threads.length; i++) {
                 threads[i].start();
             }
         } catch (Throwable failure) {
+            release.run();
             throw startFailure(threads, i, failure);
         }
     }

@@ -236,6 +236,7 @@ def base_jvm_args(jdk: jdk_module.Jdk, scratch: Path) -> list[str]:
     """Flags of the harness JVM; JMH passes them on to its forks."""
     args = [
         f"-XX:ErrorFile={scratch}/hs_err_pid%p.log",  # a crash report where we find it, not in the cwd
+        f"-XX:ReplayDataFile={scratch}/replay_pid%p.log",  # a JIT compiler crash's replay data: not in the cwd either
         "-XX:-UsePerfData",  # no hsperfdata file: less I/O, nothing left in /tmp
     ]
     if jdk.feature >= 22:

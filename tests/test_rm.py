@@ -15,8 +15,8 @@ from typing import Callable
 
 import pytest
 
-from conftest import REPO
-from rmtools import NCPUS, Lab, lab, native_env, needs_native, poll  # noqa: F401 - fixtures
+from conftest import FIXTURES, REPO
+from rmtools import NCPUS, RM, Lab, lab, native_env, needs_native, poll  # noqa: F401 - fixtures
 from threadlab import rm
 from threadlab.errors import ThreadlabError, UserError
 
@@ -84,6 +84,53 @@ def test_stop_after_a_kill_removes_the_arena_left(lab: Lab, run_cli: CliRunner) 
     assert not Path("/dev/shm" + manager.arena).exists()
     code, _, err = run_cli("rm", "status")
     assert code == rm.EXIT_NOT_RUNNING and "no resource manager is running" in err
+
+
+def test_stop_signals_only_the_manager_its_pid_file_names(lab: Lab, run_cli: CliRunner) -> None:
+    # Anything that may write the arena may name any process as its
+    # manager: `stop` must not take the header's word for it.
+    manager = lab.start_manager()
+    manager.kill()
+    poll("the killed manager gone", lambda: not manager.alive())
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        layout = subprocess.run([str(RM), "--layout"], capture_output=True, text=True, check=True, timeout=30).stdout
+        subprocess.run([sys.executable, str(FIXTURES / "fake_manager.py"), "/dev/shm" + manager.arena,
+                        str(bystander.pid), layout], check=True, timeout=30)
+        assert rm.status(lab.directory)["manager"]["pid"] == bystander.pid  # what the header now says
+        code, _, err = run_cli("rm", "stop")
+        assert code == 1, err
+        assert f"names a live manager (pid {bystander.pid}), but it is not the manager of {lab.directory}" in err
+        assert "not signalling it" in err and "Traceback" not in err
+        assert bystander.poll() is None  # alive
+    finally:
+        bystander.kill()
+        bystander.wait()
+        Path("/dev/shm" + manager.arena).unlink(missing_ok=True)
+
+
+def test_a_restarted_manager_runs_its_own_defaults_not_the_dead_ones(lab: Lab, run_cli: CliRunner) -> None:
+    manager = lab.start_manager(policy="static", quantum_ms=40)
+    manager.kill()
+    poll("the killed manager gone", lambda: not manager.alive())
+    code, out, err = run_cli("rm", "start")  # no --policy: the daemon's default
+    assert code == 0, err
+    assert "policy timeshare" in out
+    state = rm.status(lab.directory)
+    assert state["manager"]["generation"] == 2  # it adopted the dead one's arena
+    lab.managers.append(rm.Manager(lab.directory, state["manager"]["pid"]))
+    lab.close()
+    # The raw daemon, with no option at all: the quantum's default too.
+    manager = lab.start_manager(policy="static", quantum_ms=40)
+    manager.kill()
+    poll("the killed manager gone", lambda: not manager.alive())
+    done = subprocess.run([str(RM)], env=rm.daemon_env(lab.directory), capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    state = rm.status(lab.directory)
+    lab.managers.append(rm.Manager(lab.directory, state["manager"]["pid"]))
+    assert (state["manager"]["policy"], state["manager"]["quantum_ms"]) == ("timeshare", rm.DEFAULT_QUANTUM_MS)
+    assert state["manager"]["generation"] == 2
 
 
 def test_set_changes_policy_and_quantum_live(lab: Lab, run_cli: CliRunner) -> None:
@@ -259,6 +306,10 @@ def test_arena_names_follow_the_directory(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.delenv(rm.DIR_ENV, raising=False)
     monkeypatch.delenv(rm.ARENA_ENV, raising=False)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    assert rm.runtime_dir() == Path(f"/tmp/threadlab-{os.getuid()}")  # no such directory: not used
+    (tmp_path / "xdg").mkdir(mode=0o755)
+    assert rm.runtime_dir() == Path(f"/tmp/threadlab-{os.getuid()}")  # others may enter it: not used
+    (tmp_path / "xdg").chmod(0o700)
     assert rm.runtime_dir() == tmp_path / "xdg" / "threadlab"
     standard = f"/threadlab-rm-{os.getuid()}"
     assert rm.arena_name() == standard  # the daemon's own default
@@ -270,6 +321,9 @@ def test_arena_names_follow_the_directory(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setenv(rm.ARENA_ENV, "mine")  # the environment's own pair wins
     assert rm.arena_name() == "/mine"
     assert rm.arena_name(tmp_path / "b") == private_b
+    # A private manager's directory (Manager.start_private) names its arena.
+    private = tmp_path / f"{rm.private_prefix(1234)}AbC123"
+    assert rm.arena_name(private) == f"/threadlab-rm-{os.getuid()}-pid1234-AbC123"
 
 
 def test_help_documents_exit_status(run_cli: CliRunner) -> None:

@@ -14,9 +14,13 @@
  *
  * When the point's process does not have the shim, run() re-executes the
  * program with LD_PRELOAD set (before anything is printed); when no manager
- * runs, it starts a private one (its own arena and directory) for the
- * point and stops it afterwards, so the shim path measured is always the
- * managed one (checked: `managed`).
+ * runs, it starts a private one for the point and stops it afterwards, so
+ * the shim path measured is always the managed one (checked: `managed`).
+ * The private manager's directory is made by mkdtemp and its arena named
+ * after it (tl_rm_private_make); the manager is owned by the point's
+ * process (--owner): a point killed at its time limit or by Ctrl-C takes
+ * its manager, arena and directory with it, and what a killed manager left
+ * is swept away by the next point (tl_rm_sweep).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -88,11 +92,16 @@ static int manager_running(void)
     return live;
 }
 
-static int run_rm(const char *arg)
+/* threadlab-rm with the arguments (NULL-terminated); its output is not
+ * the point's (the records are on stdout), its errors are. */
+static int run_rm(const char *const *args)
 {
     char rm[PATH_MAX];
     if (sibling("threadlab-rm", rm, sizeof rm) != 0)
         return -1;
+    char *argv[8] = {rm};
+    for (int i = 0; args[i] && i < 6; i++)
+        argv[i + 1] = (char *)args[i];
     pid_t pid = fork();
     if (pid < 0)
         return -1;
@@ -100,15 +109,18 @@ static int run_rm(const char *arg)
         int null = open("/dev/null", O_WRONLY);
         if (null >= 0)
             dup2(null, 1);
-        if (arg)
-            execl(rm, rm, arg, (char *)NULL);
-        else
-            execl(rm, rm, "--quantum-ms", "100", (char *)NULL);
+        execv(rm, argv);
         _exit(127);
     }
     int status = 0;
     waitpid(pid, &status, 0);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static void say_removed(const char *line, void *context)
+{
+    (void)context;
+    fprintf(stderr, "threadlab-bench-omp: %s\n", line);
 }
 
 /* Makes the point's process the right one: shim preloaded, manager up.
@@ -124,13 +136,19 @@ static int ensure_managed_process(tl_ctx *ctx)
         return -1;
     }
     if (!manager_running()) {
-        char dir[64], arena[64];
-        snprintf(dir, sizeof dir, "/tmp/threadlab-bench-omp-%d", (int)getpid());
-        snprintf(arena, sizeof arena, "/threadlab-rm-bench-%d", (int)getpid());
-        mkdir(dir, 0700);
+        tl_rm_sweep(say_removed, NULL);
+        char dir[PATH_MAX], arena[256], err[512], owner[32];
+        if (tl_rm_private_make(getpid(), dir, sizeof dir, arena, sizeof arena, err, sizeof err) != 0) {
+            tl_fail(ctx, "no threadlab-rm running, and a private one needs a directory: %s", err);
+            return -1;
+        }
         setenv(TL_RM_ENV_DIR, dir, 1);
         setenv(TL_RM_ENV_ARENA, arena, 1);
-        if (run_rm(NULL) != 0) {
+        /* The re-executed program keeps this pid: it stays the owner. */
+        snprintf(owner, sizeof owner, "%d", (int)getpid());
+        const char *start[] = {"--quantum-ms", "100", "--owner", owner, NULL};
+        if (run_rm(start) != 0) {
+            tl_rm_dir_remove(dir, err, sizeof err);
             tl_unsupported(ctx, "no threadlab-rm running, and a private one could not be started");
             return -1;
         }
@@ -147,19 +165,18 @@ static int ensure_managed_process(tl_ctx *ctx)
     return -1;
 }
 
+/* The manager removes its arena and directory as it stops; what stays
+ * when it could not stop goes too. */
 static void stop_private_manager(void)
 {
     const char *dir = getenv(ENV_PRIVATE);
     if (!dir)
         return;
-    run_rm("--stop");
-    char path[PATH_MAX];
-    const char *files[] = {"rm.log", "rm.lock", "rm.pid"};
-    for (unsigned i = 0; i < 3; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        unlink(path);
-    }
-    rmdir(dir);
+    const char *stop[] = {"--stop", NULL};
+    run_rm(stop);
+    char err[512];
+    if (tl_rm_dir_remove(dir, err, sizeof err) != 0)
+        fprintf(stderr, "threadlab-bench-omp: %s\n", err);
 }
 
 /* --------------------------------------------------------------- regions */

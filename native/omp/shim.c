@@ -30,7 +30,9 @@
  * omp_set_dynamic(0) asks for exact team sizes: it gets them, unmanaged.
  *
  * No manager: the program runs exactly as without the shim (one notice);
- * the arena is looked for again once a second.  A manager that stops, dies
+ * the arena is looked for again once a second.  An arena that is not the
+ * user's own, or that others may write, is never mapped (tl_rm_open): the
+ * program runs unmanaged, with one notice.  A manager that stops, dies
  * or hangs is noticed at the next region, which runs unmanaged.
  *
  * Environment: THREADLAB_OMP_PIN=1 pins team threads to the allocated CPUs
@@ -194,6 +196,7 @@ enum {
     NOTE_DYN_OFF = 16,
     NOTE_ATTACHED = 32,
     NOTE_CORRUPT = 64,
+    NOTE_UNSAFE = 128,
 };
 
 static void notice(int which, const char *fmt, ...) TL_PRINTF(2, 3);
@@ -365,6 +368,12 @@ static int attach_locked(unsigned request)
         int rc = tl_rm_open(&g.arena, name, err, sizeof err);
         if (rc == TL_RM_EVERSION) {
             notice(NOTE_VERSION, "refusing the resource manager's arena %s: %s; running unmanaged", name, err);
+            return TL_OMP_STATE_UNMANAGED;
+        }
+        if (rc == TL_RM_EUNSAFE) {
+            /* Another user's object: joining it would let them size (or,
+             * by cutting it short, kill) this program. */
+            notice(NOTE_UNSAFE, "%s; running unmanaged", err);
             return TL_OMP_STATE_UNMANAGED;
         }
         if (rc != TL_RM_OK) {

@@ -6,8 +6,10 @@
  * by the libgomp shim inside applications, so it allocates nothing, never
  * prints, and keeps the application's path (tl_rm_read_alloc) lock-free.
  *
- * The mapping is shared with every process of the user, any of which may
- * write anything into it at any time: loops over the slots are bounded by
+ * An object is mapped only after fstat on its descriptor shows it is the
+ * user's and writable by nobody else: another user may have created it
+ * first (tl_rm_open).  The mapping is shared with every process of the
+ * user, any of which may write anything into it at any time: loops over the slots are bounded by
  * the handle's private nslots (validated against the object's size when it
  * was mapped), never by the header's, and no wait on a shared word is
  * unbounded.
@@ -135,56 +137,6 @@ void tl_rm_arena_name(char *buf, size_t len)
     snprintf(buf, len, "/threadlab-rm-%u", (unsigned)getuid());
 }
 
-static int make_private_dir(const char *path, char *err, size_t errlen)
-{
-    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (lstat(path, &st) != 0) {
-        snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
-        return -1;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s is not a directory", path);
-        return -1;
-    }
-    if (st.st_uid != getuid()) {
-        snprintf(err, errlen, "%s belongs to uid %u, not to this user (uid %u)", path, (unsigned)st.st_uid,
-                 (unsigned)getuid());
-        return -1;
-    }
-    return 0;
-}
-
-int tl_rm_runtime_dir(char *buf, size_t len, int create, char *err, size_t errlen)
-{
-    const char *env = getenv(TL_RM_ENV_DIR);
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
-    int n;
-    if (env && *env)
-        n = snprintf(buf, len, "%s", env);
-    else if (xdg && *xdg)
-        n = snprintf(buf, len, "%s/threadlab", xdg);
-    else
-        n = snprintf(buf, len, "/tmp/threadlab-%u", (unsigned)getuid());
-    if (n < 0 || (size_t)n >= len) {
-        snprintf(err, errlen, "runtime directory name too long");
-        return -1;
-    }
-    if (!create)
-        return 0;
-    if (env && *env) {
-        if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
-            snprintf(err, errlen, "cannot create %s ($%s): %s", buf, TL_RM_ENV_DIR, strerror(errno));
-            return -1;
-        }
-        return 0;
-    }
-    return make_private_dir(buf, err, errlen);
-}
-
 /* ------------------------------------------------------------- mapping */
 
 size_t tl_rm_arena_bytes(unsigned nslots)
@@ -255,6 +207,27 @@ int tl_rm_validate(const void *mem, size_t size, char *err, size_t errlen)
     return validate(mem, size, NULL, err, errlen);
 }
 
+/* An arena this user may not open (another user's, mode 0600) or that is
+ * a symbolic link: refused, with what lstat says of it (glibc keeps the
+ * objects in /dev/shm). */
+static int refuse_unopened(const char *name, int e, char *err, size_t errlen)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/dev/shm%s", name);
+    struct stat st;
+    if (lstat(path, &st) != 0 || (!S_ISLNK(st.st_mode) && st.st_uid == geteuid())) {
+        snprintf(err, errlen, "shm_open %s: %s", name, strerror(e));
+        return TL_RM_ESYS;
+    }
+    snprintf(err, errlen,
+             "refusing the arena %s (%s): %s belonging to uid %u with mode %04o, not an arena of this user "
+             "(uid %u); someone else may have made it: remove it (as its owner or root) or name another arena "
+             "with $%s",
+             name, path, S_ISLNK(st.st_mode) ? "a symbolic link" : "an object", (unsigned)st.st_uid,
+             (unsigned)(st.st_mode & 07777), (unsigned)geteuid(), TL_RM_ENV_ARENA);
+    return TL_RM_EUNSAFE;
+}
+
 static void arena_clear(tl_rm_arena *arena)
 {
     memset(arena, 0, sizeof *arena);
@@ -265,9 +238,11 @@ int tl_rm_open(tl_rm_arena *arena, const char *name, char *err, size_t errlen)
 {
     arena_clear(arena);
     snprintf(arena->name, sizeof arena->name, "%s", name);
-    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    int fd = shm_open(name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0) {
         int e = errno;
+        if (e == EACCES || e == ELOOP)
+            return refuse_unopened(name, e, err, errlen);
         snprintf(err, errlen, "shm_open %s: %s", name, strerror(e));
         return e == ENOENT ? TL_RM_ENOENT : TL_RM_ESYS;
     }
@@ -276,6 +251,18 @@ int tl_rm_open(tl_rm_arena *arena, const char *name, char *err, size_t errlen)
         snprintf(err, errlen, "fstat %s: %s", name, strerror(errno));
         close(fd);
         return TL_RM_ESYS;
+    }
+    /* Checked on the object opened, not on its name: /dev/shm is writable
+     * by everyone, so anybody may have made an object of this name. */
+    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        snprintf(err, errlen,
+                 "refusing the arena %s (/dev/shm%s): it belongs to uid %u with mode %04o, and only an arena "
+                 "of this user (uid %u) that nobody else may write is used; someone else may have made it: "
+                 "remove it (as its owner or root), or name another arena with $%s",
+                 name, name, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid(),
+                 TL_RM_ENV_ARENA);
+        close(fd);
+        return TL_RM_EUNSAFE;
     }
     if (st.st_size == 0) {
         snprintf(err, errlen, "the arena is being created (empty)");
@@ -325,7 +312,7 @@ int tl_rm_create(tl_rm_arena *arena, const char *name, unsigned nslots, const tl
         snprintf(err, errlen, "shm_unlink %s: %s", name, strerror(errno));
         return TL_RM_ESYS;
     }
-    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         snprintf(err, errlen, "shm_open %s: %s", name, strerror(errno));
         return TL_RM_ESYS;
@@ -391,7 +378,7 @@ int tl_rm_unlink(const char *name)
 
 int tl_rm_replaced(const tl_rm_arena *arena)
 {
-    int fd = shm_open(arena->name, O_RDONLY | O_CLOEXEC, 0);
+    int fd = shm_open(arena->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0)
         return 1;
     struct stat st;

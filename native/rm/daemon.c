@@ -3,10 +3,13 @@
  * applications (seed 004; docs/rm.md, docs/commands/rm.md).
  *
  *   threadlab-rm [--foreground] [--policy P] [--quantum-ms N] [--slots N]
- *                [--cpus LIST] [--reset] [--verbose]     start the manager
+ *                [--cpus LIST] [--reset] [--verbose] [--owner PID]
+ *                                                          start the manager
  *   threadlab-rm --status [--json]                         the arena, live
  *   threadlab-rm --set [policy=P] [quantum_ms=N]           change it running
  *   threadlab-rm --stop [--timeout S]                      stop it (SIGTERM)
+ *   threadlab-rm --sweep                                   remove what killed
+ *                                                          private managers left
  *   threadlab-rm --layout                                  the arena layout, JSON
  *
  * The manager maps the arena, and every quantum (and at once when an
@@ -15,10 +18,13 @@
  * changed allocation, and beats its heartbeat.  No root is needed: the
  * arena, the log (rm.log), the pid file (rm.pid) and the lock (rm.lock)
  * belong to the user; the directory is $THREADLAB_RM_DIR, else
- * $XDG_RUNTIME_DIR/threadlab, else /tmp/threadlab-<uid>.
+ * $XDG_RUNTIME_DIR/threadlab, else /tmp/threadlab-<uid>, and is used only
+ * once checked to be the user's own, mode 0700 (rundir.c).  With --owner
+ * it is a private manager: it stops when that process exits and removes
+ * its arena and directory (private.c).
  *
  * Exit status: 0 done; 1 failure (message on stderr); 2 usage error;
- * 3 (--status, --set) no manager running.
+ * 3 (--status, --set, --stop) no manager running.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -46,6 +52,8 @@
 #define EXIT_USAGE 2
 #define EXIT_NOT_RUNNING 3
 #define CLAIM_TIMEOUT_NS UINT64_C(2000000000)
+/* How often a private manager looks whether its owner still exists. */
+#define OWNER_CHECK_NS UINT64_C(50000000)
 
 static volatile sig_atomic_t stop_signal;
 static int verbose;
@@ -89,13 +97,13 @@ static void on_signal(int sig)
 /* -------------------------------------------------------------- options */
 
 typedef struct {
-    enum { MODE_RUN, MODE_STATUS, MODE_SET, MODE_STOP, MODE_LAYOUT } mode;
+    enum { MODE_RUN, MODE_STATUS, MODE_SET, MODE_STOP, MODE_SWEEP, MODE_LAYOUT } mode;
     int foreground, reset, json;
     unsigned policy, quantum_ms, nslots;
-    int policy_given, quantum_given;
     tl_rm_cpuset cpus;
     int cpus_given;
     double timeout_s;
+    pid_t owner;                /* --owner: a private manager's owner, 0 = none */
     char arena[256];
     char **set_args;
     int nset;
@@ -105,10 +113,11 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: threadlab-rm [--foreground] [--policy P] [--quantum-ms N] [--slots N] [--cpus LIST]\n"
-            "                    [--reset] [--verbose] [--arena NAME]\n"
+            "                    [--reset] [--verbose] [--arena NAME] [--owner PID]\n"
             "       threadlab-rm --status [--json]\n"
             "       threadlab-rm --set [policy=P] [quantum_ms=N]\n"
             "       threadlab-rm --stop [--timeout S]\n"
+            "       threadlab-rm --sweep\n"
             "       threadlab-rm --layout\n"
             "policies: timeshare (default), equipartition, static; quantum %u..%u ms (default %u)\n",
             TL_RM_MIN_QUANTUM_MS, TL_RM_MAX_QUANTUM_MS, TL_RM_DEFAULT_QUANTUM_MS);
@@ -154,6 +163,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"status", no_argument, 0, 'S'}, {"json", no_argument, 0, 'j'},
         {"set", no_argument, 0, 'E'}, {"stop", no_argument, 0, 'K'},
         {"timeout", required_argument, 0, 't'}, {"layout", no_argument, 0, 'L'},
+        {"owner", required_argument, 0, 'o'}, {"sweep", no_argument, 0, 'W'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     opterr = 0;
@@ -166,13 +176,11 @@ static int parse_options(int argc, char **argv, options *o)
             o->policy = tl_rm_policy_parse(optarg);
             if (!o->policy)
                 return bad("--policy %s: expected timeshare, equipartition or static", optarg);
-            o->policy_given = 1;
             break;
         case 'q':
             if (parse_unsigned(optarg, TL_RM_MIN_QUANTUM_MS, TL_RM_MAX_QUANTUM_MS, &o->quantum_ms))
                 return bad("--quantum-ms %s: expected an integer from %u to %u", optarg, TL_RM_MIN_QUANTUM_MS,
                            TL_RM_MAX_QUANTUM_MS);
-            o->quantum_given = 1;
             break;
         case 'n':
             if (parse_unsigned(optarg, 1, TL_RM_MAX_SLOTS, &o->nslots))
@@ -213,6 +221,16 @@ static int parse_options(int argc, char **argv, options *o)
         }
         case 'L':
             o->mode = MODE_LAYOUT;
+            break;
+        case 'o': {
+            unsigned pid;
+            if (parse_unsigned(optarg, 1, INT_MAX, &pid))
+                return bad("--owner %s: expected a process id (a positive integer)", optarg);
+            o->owner = (pid_t)pid;
+            break;
+        }
+        case 'W':
+            o->mode = MODE_SWEEP;
             break;
         case 'h':
             usage(stdout);
@@ -529,40 +547,85 @@ static int cmd_set(const options *o)
     return 0;
 }
 
+/* The manager to stop is the one the directory's pid file names, once
+ * checked to be a threadlab-rm of this user holding the directory's lock:
+ * never a pid read from the arena, which names whatever its writer put
+ * there. */
 static int cmd_stop(const options *o)
 {
+    char dir[512], err[1024];
+    if (tl_rm_runtime_dir(dir, sizeof dir, err, sizeof err) != 0) {
+        fprintf(stderr, "threadlab-rm: %s\n", err);
+        return 1;
+    }
+    int dirfd = tl_rm_dir_open(dir, 0, err, sizeof err);
+    if (dirfd < 0 && errno != ENOENT) {
+        fprintf(stderr, "threadlab-rm: %s\n", err);
+        return 1;
+    }
+    pid_t pid = dirfd >= 0 ? tl_rm_pidfile_read(dirfd) : 0;
+    char why[256] = "no pid file";
+    if (pid > 0 && tl_rm_is_manager(pid, dirfd, why, sizeof why)) {
+        uint64_t start = tl_rm_proc_start_time(pid);
+        if (kill(pid, SIGTERM) != 0) {
+            fprintf(stderr, "threadlab-rm: cannot signal the manager (pid %d): %s\n", (int)pid, strerror(errno));
+            close(dirfd);
+            return 1;
+        }
+        uint64_t deadline = tl_rm_now_ns() + (uint64_t)(o->timeout_s * 1e9);
+        while (tl_rm_proc_alive(pid, start) && tl_rm_now_ns() < deadline)
+            usleep(5000);
+        close(dirfd);
+        if (tl_rm_proc_alive(pid, start)) {
+            fprintf(stderr, "threadlab-rm: the manager (pid %d) is still running after %g s\n", (int)pid,
+                    o->timeout_s);
+            return 1;
+        }
+        printf("threadlab-rm stopped (pid %d)\n", (int)pid);
+        return 0;
+    }
+    /* No manager runs for this directory: what a killed one left goes. */
+    int status = EXIT_NOT_RUNNING;
     tl_rm_arena arena;
-    int rc = open_existing(o, &arena, 1);
-    if (rc == TL_RM_ENOENT || rc == TL_RM_EINIT) {
-        printf("threadlab-rm is not running\n");
-        return 0;
-    }
-    if (rc != TL_RM_OK)
-        return 1;
-    tl_rm_header *h = arena.hdr;
-    /* The pid signalled is the one checked: read once. */
-    pid_t pid = __atomic_load_n(&h->manager_pid, __ATOMIC_ACQUIRE);
-    uint64_t start = __atomic_load_n(&h->manager_start, __ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&h->manager_state, __ATOMIC_ACQUIRE) != TL_RM_MANAGER_RUNNING || pid <= 0 ||
-        !tl_rm_proc_alive(pid, start)) {
-        printf("threadlab-rm is not running\n");
+    int rc = tl_rm_open(&arena, o->arena, err, sizeof err);
+    if (rc == TL_RM_OK) {
+        pid_t last = __atomic_load_n(&arena.hdr->manager_pid, __ATOMIC_ACQUIRE);
+        if (tl_rm_manager_exists(arena.hdr)) {
+            fprintf(stderr,
+                    "threadlab-rm: the arena %s names a live manager (pid %d), but it is not the manager of %s "
+                    "(%s): not signalling it; stop it through its own directory\n",
+                    o->arena, (int)last, dir, why);
+            status = 1;
+        } else {
+            tl_rm_unlink(o->arena);
+            printf("threadlab-rm was not running (pid %d, killed?); removed the arena %s it left\n", (int)last,
+                   o->arena);
+        }
         tl_rm_close(&arena);
-        return 0;
+    } else if (rc == TL_RM_EUNSAFE || rc == TL_RM_ESYS) {
+        fprintf(stderr, "threadlab-rm: %s\n", err);
+        status = 1;
+    } else {
+        printf("threadlab-rm is not running\n");
     }
-    if (kill(pid, SIGTERM) != 0) {
-        fprintf(stderr, "threadlab-rm: cannot signal the manager (pid %d): %s\n", (int)pid, strerror(errno));
-        tl_rm_close(&arena);
-        return 1;
+    if (dirfd >= 0) {
+        close(dirfd);
+        /* A private manager's directory has no use without its manager. */
+        if (status == EXIT_NOT_RUNNING && tl_rm_private_owner(dir) && tl_rm_dir_remove(dir, err, sizeof err) != 0)
+            fprintf(stderr, "threadlab-rm: %s\n", err);
     }
-    uint64_t deadline = tl_rm_now_ns() + (uint64_t)(o->timeout_s * 1e9);
-    while (tl_rm_proc_alive(pid, start) && tl_rm_now_ns() < deadline)
-        usleep(5000);
-    tl_rm_close(&arena);
-    if (tl_rm_proc_alive(pid, start)) {
-        fprintf(stderr, "threadlab-rm: the manager (pid %d) is still running after %g s\n", (int)pid, o->timeout_s);
-        return 1;
-    }
-    printf("threadlab-rm stopped (pid %d)\n", (int)pid);
+    return status;
+}
+
+static void print_line(const char *line, void *context)
+{
+    (void)context;
+    printf("%s\n", line);
+}
+
+static int cmd_sweep(void)
+{
+    tl_rm_sweep(print_line, NULL);
     return 0;
 }
 
@@ -587,9 +650,13 @@ typedef struct {
     unsigned *slot_of;
     uint64_t round;
     char dir[512];
-    char pidfile[600];
+    int dirfd;                  /* the directory, checked (tl_rm_dir_open) */
     int wrote_pidfile;
     int lockfd;
+    int locked;                 /* this manager holds the directory's lock */
+    pid_t owner;                /* a private manager's owner, 0 = none */
+    uint64_t owner_start;       /* its start time: a reused pid is not the owner */
+    int owner_gone;
 } manager;
 
 /* Publishes the manager's fields of the header from its own copies. */
@@ -822,23 +889,31 @@ static void schedule(manager *m, int quantum_tick)
 
 static int take_lock(manager *m, char *err, size_t errlen)
 {
-    char path[600];
-    snprintf(path, sizeof path, "%s/rm.lock", m->dir);
-    m->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (m->lockfd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    m->lockfd = tl_rm_dir_file(m->dirfd, m->dir, "rm.lock", O_RDWR | O_CREAT, err, errlen);
+    if (m->lockfd < 0)
+        return -1;
+    if (flock(m->lockfd, LOCK_EX | LOCK_NB) != 0) {
+        pid_t pid = tl_rm_pidfile_read(m->dirfd);
+        char pidtext[32] = "?";
+        if (pid > 0)
+            snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+        snprintf(err, errlen, "already running (pid %s, lock %s/rm.lock)", pidtext, m->dir);
         return -1;
     }
-    if (flock(m->lockfd, LOCK_EX | LOCK_NB) != 0) {
-        char pidtext[32] = "?";
-        FILE *f = fopen(m->pidfile, "r");
-        if (f) {
-            if (!fgets(pidtext, sizeof pidtext, f))
-                snprintf(pidtext, sizeof pidtext, "?");
-            fclose(f);
-            pidtext[strcspn(pidtext, "\n")] = '\0';
-        }
-        snprintf(err, errlen, "already running (pid %s, lock %s)", pidtext, path);
+    m->locked = 1;
+    return 0;
+}
+
+/* A private manager's owner: a live process of this user. */
+static int check_owner(manager *m, pid_t owner, char *err, size_t errlen)
+{
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d", (int)owner);
+    m->owner = owner;
+    m->owner_start = tl_rm_proc_start_time(owner);
+    if (!m->owner_start || stat(path, &st) != 0 || st.st_uid != geteuid()) {
+        snprintf(err, errlen, "--owner %d: no live process of this user", (int)owner);
         return -1;
     }
     return 0;
@@ -927,19 +1002,11 @@ static int setup_arena(manager *m, const options *o, char *err, size_t errlen)
     for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
         __atomic_store_n(&h->cpus.bits[w], m->machine.bits[w], __ATOMIC_RELAXED);
     __atomic_store_n(&h->ncpus, tl_rm_cpuset_count(&m->machine), __ATOMIC_RELEASE);
-    /* An adopted arena's policy and quantum are kept when they are valid. */
+    /* Its own options (or their defaults), never what the header says: a
+     * restarted manager is started afresh, whatever the dead one (or
+     * anyone writing the arena) ran with. */
     m->policy = o->policy;
     m->quantum_ms = o->quantum_ms;
-    if (!create && !o->policy_given) {
-        unsigned p = __atomic_load_n(&h->policy, __ATOMIC_ACQUIRE);
-        if (tl_rm_policy_parse(tl_rm_policy_name(p)))
-            m->policy = p;
-    }
-    if (!create && !o->quantum_given) {
-        unsigned q = __atomic_load_n(&h->quantum_ms, __ATOMIC_ACQUIRE);
-        if (q >= TL_RM_MIN_QUANTUM_MS && q <= TL_RM_MAX_QUANTUM_MS)
-            m->quantum_ms = q;
-    }
     __atomic_store_n(&h->ctl_ack, __atomic_load_n(&h->ctl_seq, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
     __atomic_store_n(&h->ctl_lock, 0, __ATOMIC_RELEASE);
     m->generation = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE) + 1;
@@ -948,14 +1015,12 @@ static int setup_arena(manager *m, const options *o, char *err, size_t errlen)
     return 0;
 }
 
+/* m->dir and m->dirfd are set: the directory, checked. */
 static int manager_init(manager *m, const options *o, char *err, size_t errlen)
 {
-    memset(m, 0, sizeof *m);
-    m->lockfd = -1;
-    if (tl_rm_runtime_dir(m->dir, sizeof m->dir, 1, err, errlen))
-        return -1;
-    snprintf(m->pidfile, sizeof m->pidfile, "%s/rm.pid", m->dir);
     if (take_lock(m, err, errlen))
+        return -1;
+    if (o->owner && check_owner(m, o->owner, err, errlen))
         return -1;
     if (machine_cpus(o, &m->machine, err, errlen))
         return -1;
@@ -975,14 +1040,18 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
     for (unsigned i = 0; i < n; i++)
         if (__atomic_load_n(&m->arena.slots[i].state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE)
             m->known_arrival[i] = __atomic_load_n(&m->arena.slots[i].arrival, __ATOMIC_RELAXED);
-    FILE *f = fopen(m->pidfile, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", m->pidfile, strerror(errno));
+    int fd = tl_rm_dir_file(m->dirfd, m->dir, "rm.pid", O_WRONLY | O_CREAT | O_TRUNC, err, errlen);
+    if (fd < 0)
+        return -1;
+    m->wrote_pidfile = 1;
+    char text[32];
+    int len = snprintf(text, sizeof text, "%d\n", (int)getpid());
+    ssize_t written = write(fd, text, (size_t)len);
+    close(fd);
+    if (written != len) {
+        snprintf(err, errlen, "cannot write %s/rm.pid", m->dir);
         return -1;
     }
-    fprintf(f, "%d\n", (int)getpid());
-    fclose(f);
-    m->wrote_pidfile = 1;
     return 0;
 }
 
@@ -992,6 +1061,7 @@ static int manager_loop(manager *m)
     tl_rm_header *h = m->arena.hdr;
     /* volatile: kept across a return to arena_jump */
     volatile uint64_t next_tick = tl_rm_now_ns();
+    volatile uint64_t next_owner_check = 0;
     volatile uint32_t seen_wake = 0;
     guard_arena_faults(m);
     if (sigsetjmp(arena_jump, 1) && regrow_arena(m) != 0)
@@ -1000,9 +1070,19 @@ static int manager_loop(manager *m)
     seen_wake = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
     while (!stop_signal) {
         uint64_t now = tl_rm_now_ns();
+        if (m->owner && now >= next_owner_check) {
+            if (!tl_rm_proc_alive(m->owner, m->owner_start)) {
+                m->owner_gone = 1;
+                break;
+            }
+            next_owner_check = now + OWNER_CHECK_NS;
+        }
         int tick = now >= next_tick;
         if (!tick) {
-            tl_rm_futex_wait(&h->wake, seen_wake, next_tick - now);
+            uint64_t wait = next_tick - now;
+            if (m->owner && next_owner_check - now < wait)
+                wait = next_owner_check - now;
+            tl_rm_futex_wait(&h->wake, seen_wake, wait);
             if (stop_signal)
                 break;
             uint32_t wake = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
@@ -1049,7 +1129,7 @@ static void manager_shutdown(manager *m, const options *o)
         tl_rm_close(&m->arena);
     }
     if (m->wrote_pidfile)
-        unlink(m->pidfile);
+        unlinkat(m->dirfd, "rm.pid", 0);
     if (m->lockfd >= 0)
         close(m->lockfd);
     free(m->known_arrival);
@@ -1057,6 +1137,20 @@ static void manager_shutdown(manager *m, const options *o)
     free(m->apps);
     free(m->out);
     free(m->slot_of);
+}
+
+/* The log closed; a private manager that held its directory removes it
+ * (its log included: nobody is left to read it). */
+static void finish(manager *m, const options *o)
+{
+    if (log_file)
+        fclose(log_file);
+    log_file = NULL;
+    if (m->dirfd >= 0)
+        close(m->dirfd);
+    char err[1024];
+    if (o->owner && m->locked && tl_rm_dir_remove(m->dir, err, sizeof err) != 0)
+        fprintf(stderr, "threadlab-rm: %s\n", err);
 }
 
 static int cmd_run(const options *o)
@@ -1105,11 +1199,16 @@ static int cmd_run(const options *o)
         if (chdir("/") != 0)
             (void)0;
     }
-    char dir[512];
-    if (tl_rm_runtime_dir(dir, sizeof dir, 1, err, sizeof err) == 0) {
-        char path[600];
-        snprintf(path, sizeof path, "%s/rm.log", dir);
-        log_file = fopen(path, "a");
+    manager m;
+    memset(&m, 0, sizeof m);
+    m.lockfd = -1;
+    /* The directory is checked before anything is written into it, the
+     * log first. */
+    int ok = tl_rm_runtime_dir(m.dir, sizeof m.dir, err, sizeof err) == 0;
+    m.dirfd = ok ? tl_rm_dir_open(m.dir, 1, err, sizeof err) : -1;
+    if (m.dirfd >= 0) {
+        int fd = tl_rm_dir_file(m.dirfd, m.dir, "rm.log", O_WRONLY | O_APPEND | O_CREAT, err, sizeof err);
+        log_file = fd >= 0 ? fdopen(fd, "a") : NULL;
         if (log_file && !o->foreground)
             dup2(fileno(log_file), 2);
     }
@@ -1122,9 +1221,9 @@ static int cmd_run(const options *o)
     signal(SIGHUP, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
 
-    manager m;
-    if (manager_init(&m, o, err, sizeof err) != 0) {
-        logmsg("cannot start: %s", err);
+    if (!log_file || manager_init(&m, o, err, sizeof err) != 0) {
+        if (log_file)
+            logmsg("cannot start: %s", err);
         if (ready[1] >= 0) {
             ssize_t w = write(ready[1], err, strlen(err));
             (void)w;
@@ -1133,6 +1232,7 @@ static int cmd_run(const options *o)
             fprintf(stderr, "threadlab-rm: %s\n", err);
         }
         manager_shutdown(&m, o);
+        finish(&m, o);
         return 1;
     }
     char cpus[256];
@@ -1150,11 +1250,12 @@ static int cmd_run(const options *o)
         fflush(stdout);
     }
     int lost = manager_loop(&m) != 0;
-    if (!lost)
+    if (m.owner_gone)
+        logmsg("stopping: its owner (pid %d) exited", (int)m.owner);
+    else if (!lost)
         logmsg("stopping (%s)", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
     manager_shutdown(&m, o);
-    if (log_file)
-        fclose(log_file);
+    finish(&m, o);
     return lost ? 1 : 0;
 }
 
@@ -1171,6 +1272,8 @@ int main(int argc, char **argv)
         return cmd_set(&o);
     case MODE_STOP:
         return cmd_stop(&o);
+    case MODE_SWEEP:
+        return cmd_sweep();
     case MODE_LAYOUT:
         return cmd_layout();
     default:

@@ -13,6 +13,13 @@ with the standard arena `/threadlab-rm-<uid>` (or $THREADLAB_RM_ARENA);
 any other directory gets an arena named after it, so private managers (a
 test's, a study's) never meet the user's.  Both are passed explicitly to
 every process started here.
+
+Another local user may have made the directory or the arena first (both
+have predictable names in world-writable places): the daemon refuses
+either unless it is the user's own and closed to others, and so does
+everything here that reads the directory (docs/security.md).  Private
+managers (Manager.start_private) are owned by this process: they stop,
+and remove their arena and directory, when it exits however it exits.
 """
 
 from __future__ import annotations
@@ -20,8 +27,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
+import stat
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -65,10 +76,23 @@ _LOG_TAIL_LINES = 12
 # ------------------------------------------------------------- locations
 
 
+def _private(path: str) -> bool:
+    """path is a directory of this user that nobody else may enter."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077
+
+
 def standard_runtime_dir() -> Path:
-    """The directory the daemon uses when $THREADLAB_RM_DIR is not set."""
+    """The directory the daemon uses when $THREADLAB_RM_DIR is not set:
+    $XDG_RUNTIME_DIR/threadlab when $XDG_RUNTIME_DIR is a private directory
+    of this user, else /tmp/threadlab-<uid> (native/rm/rundir.c)."""
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    return Path(xdg) / "threadlab" if xdg else Path(f"/tmp/threadlab-{os.getuid()}")
+    if xdg and xdg.startswith("/") and _private(xdg):
+        return Path(xdg) / "threadlab"
+    return Path(f"/tmp/threadlab-{os.getuid()}")
 
 
 def runtime_dir() -> Path:
@@ -83,18 +107,33 @@ def resolve_dir(directory: Path | str | None) -> Path:
     return Path(directory).expanduser().absolute() if directory is not None else runtime_dir().absolute()
 
 
+def private_prefix(owner: int | None = None) -> str:
+    """The name private managers' directories and arenas start with:
+    threadlab-rm-<uid>-pid<owner>- (native/rm/private.c)."""
+    return f"threadlab-rm-{os.getuid()}-pid{os.getpid() if owner is None else owner}-"
+
+
+def _private_owner(name: str) -> int | None:
+    """The owner pid a private manager's directory or arena name holds."""
+    found = re.fullmatch(rf"threadlab-rm-{os.getuid()}-pid([1-9][0-9]*)-.+", name)
+    return int(found.group(1)) if found else None
+
+
 def arena_name(directory: Path | str | None = None) -> str:
     """The shared-memory arena of the manager of `directory` (default: the
     runtime directory).  $THREADLAB_RM_ARENA names it for the runtime
     directory the environment designates; otherwise the standard directory
-    has the standard arena, and any other directory one named after it
-    (docs/rm.md, "Finding the manager")."""
+    has the standard arena, a private manager's directory an arena of its
+    own name, and any other directory one named after its path (docs/rm.md,
+    "Finding the manager")."""
     where = resolve_dir(directory)
     explicit = os.environ.get(ARENA_ENV)
     if explicit and where == runtime_dir().absolute():
         return explicit if explicit.startswith("/") else "/" + explicit
     if where == standard_runtime_dir().absolute():
         return f"/threadlab-rm-{os.getuid()}"
+    if _private_owner(where.name):
+        return "/" + where.name
     digest = hashlib.sha1(str(where).encode()).hexdigest()[:12]
     return f"/threadlab-rm-{os.getuid()}-{digest}"
 
@@ -186,6 +225,51 @@ def parse_cpu_list(text: str) -> list[int]:
     return sorted(set(cpus))
 
 
+# ------------------------------------------------------- the directory
+
+
+def open_directory(directory: Path, create: bool = False) -> int:
+    """A descriptor of the manager's directory, opened without following a
+    symbolic link and checked to be this user's, mode 0700, as the daemon
+    checks it (native/rm/rundir.c); with create it is made first (its
+    parents as usual, itself mode 0700).  ThreadlabError naming it, its
+    owner and mode, and what to do; FileNotFoundError when it does not
+    exist (without create)."""
+    if create:
+        try:
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            directory.mkdir(mode=0o700, exist_ok=True)
+        except OSError as error:
+            raise ThreadlabError(f"cannot create the manager's directory {directory}: {error.strerror}") from None
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        try:
+            info = os.lstat(directory)
+        except OSError:
+            raise ThreadlabError(f"cannot open the manager's directory {directory}: {error.strerror}") from None
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "a file"
+        raise ThreadlabError(f"refusing the directory {directory}: it is {kind} (owner uid {info.st_uid}, mode "
+                             f"{stat.S_IMODE(info.st_mode):04o}), not a directory; remove it, or choose another "
+                             "directory (--dir)") from None
+    info = os.fstat(fd)
+    problem = None
+    if info.st_uid != os.geteuid():
+        problem = (f"it belongs to uid {info.st_uid} (mode {stat.S_IMODE(info.st_mode):04o}), not to this user "
+                   f"(uid {os.geteuid()}); someone else may have made it to redirect the manager's files: remove "
+                   "it (as its owner or root), or choose another directory (--dir)")
+    elif info.st_mode & 0o077:
+        problem = (f"its mode is {stat.S_IMODE(info.st_mode):04o}, so other users may enter it; the manager's "
+                   "directory must be mode 0700: remove it, or `chmod 700` it if nobody else could have put "
+                   "files in it")
+    if problem:
+        os.close(fd)
+        raise ThreadlabError(f"refusing the directory {directory}: {problem}")
+    return fd
+
+
 # ----------------------------------------------------------- the daemon
 
 
@@ -204,9 +288,11 @@ def daemon_args(
     cpus: Sequence[int] | None = None,
     slots: int | None = None,
     reset: bool = False,
+    owner: int | None = None,
 ) -> list[str]:
     """The daemon's options that start a manager so (Manager.start; `threadlab
-    rm start --foreground`), each value checked (UserError)."""
+    rm start --foreground`), each value checked (UserError).  owner: the
+    process whose exit stops the manager (a private one)."""
     args: list[str] = []
     if policy is not None:
         args += ["--policy", check_policy(policy)]
@@ -219,14 +305,17 @@ def daemon_args(
         args += ["--slots", str(slots)]
     if reset:
         args.append("--reset")
+    if owner is not None:
+        args += ["--owner", str(owner)]
     return args
 
 
-def _call(directory: Path, *args: str, timeout: float = _QUERY_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+def _call(directory: Path | None, *args: str, timeout: float = _QUERY_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     program = find_native(RM_PROGRAM)
     try:
         return subprocess.run([str(program), *args], capture_output=True, text=True, timeout=timeout,
-                              env=daemon_env(directory), check=False, stdin=subprocess.DEVNULL)
+                              env=daemon_env(directory) if directory is not None else None, check=False,
+                              stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise ThreadlabError(f"{RM_PROGRAM} {' '.join(args)} did not answer within {timeout:g} s") from None
     except OSError as error:
@@ -245,10 +334,22 @@ def log_path(directory: Path | str | None = None) -> Path:
 
 
 def log_tail(directory: Path | str | None = None, lines: int = _LOG_TAIL_LINES) -> list[str]:
+    """The end of the manager's log; nothing when the directory or the log
+    is not safe to read (another user's, a symbolic link)."""
     try:
-        text = log_path(directory).read_text(errors="replace")
+        fd = open_directory(resolve_dir(directory))
+    except (OSError, ThreadlabError):
+        return []
+    try:
+        log = os.open("rm.log", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
     except OSError:
         return []
+    finally:
+        os.close(fd)
+    with os.fdopen(log, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return []
+        text = file.read().decode(errors="replace")
     return text.splitlines()[-lines:]
 
 
@@ -269,15 +370,45 @@ def status(directory: Path | str | None = None) -> dict[str, Any]:
     return value
 
 
+def stop_manager(directory: Path | str | None = None, timeout: float = 5.0) -> tuple[int | None, str]:
+    """Stops the manager of `directory` (SIGTERM; it removes its arena, and a
+    private one its directory); with none running, removes the arena a
+    killed one left.  The daemon decides which process is the manager: the
+    one its pid file names, checked to be a threadlab-rm of this user
+    holding the directory's lock, never a pid read from the arena.  Returns
+    (the pid stopped, or None when none ran; the daemon's line).
+    ThreadlabError when it outlives the timeout or something is refused."""
+    if not 0 < timeout <= 3600:
+        raise UserError(f"timeout {timeout!r} s: expected seconds from 0 to 3600")
+    done = _call(resolve_dir(directory), "--stop", "--timeout", f"{timeout:g}", timeout=timeout + _QUERY_TIMEOUT_S)
+    if done.returncode not in (0, EXIT_NOT_RUNNING):
+        raise ThreadlabError(f"{RM_PROGRAM} --stop: {_message(done)}")
+    line = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    stopped = re.search(r"stopped \(pid (\d+)\)", line) if done.returncode == 0 else None
+    return (int(stopped.group(1)) if stopped else None), line
+
+
+def sweep() -> list[str]:
+    """Removes what private managers whose owner is gone left (`threadlab-rm
+    --sweep`): one line per object removed."""
+    done = _call(None, "--sweep")
+    if done.returncode != 0:
+        raise ThreadlabError(f"{RM_PROGRAM} --sweep: {_message(done)}")
+    return [line for line in done.stdout.splitlines() if line.strip()]
+
+
 def _process_is_manager(pid: int) -> bool:
-    """pid is a live threadlab-rm (a zombie is not: the daemon is detached,
-    and where nothing reaps orphans it stays one)."""
+    """pid is a live threadlab-rm of this user (a zombie is not: the daemon
+    is detached, and where nothing reaps orphans it stays one)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        state = Path(f"/proc/{pid}/stat").read_text()
+        owner = os.stat(f"/proc/{pid}").st_uid
+        program = os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return False
-    name, _, rest = stat.partition("(")[2].rpartition(")")
-    return name == RM_PROGRAM[:15] and rest.split()[:1] != ["Z"]
+    rest = state.rpartition(")")[2]
+    return (owner == os.geteuid() and rest.split()[:1] != ["Z"]
+            and os.path.basename(program).removesuffix(" (deleted)") == RM_PROGRAM)
 
 
 class Manager:
@@ -307,15 +438,18 @@ class Manager:
         cpus: Sequence[int] | None = None,
         slots: int | None = None,
         reset: bool = False,
+        owner: int | None = None,
     ) -> Manager:
         """Starts the daemon detached and returns once it manages the arena.
         policy None keeps the daemon's default (timeshare); cpus None: every
         CPU this process may use; slots None: the daemon's 64 (or the arena's
         size when it adopts one); reset: replace an arena left by another
-        version.  Raises ThreadlabError with the daemon's reason and the tail
-        of its log when it cannot start (one is running already, ...)."""
+        version; owner: a process whose exit stops it (start_private).
+        Raises ThreadlabError with the daemon's reason and the tail of its
+        log when it cannot start (one is running already, the directory or
+        the arena is another user's, ...)."""
         where = resolve_dir(directory)
-        args = daemon_args(policy=policy, quantum_ms=quantum_ms, cpus=cpus, slots=slots, reset=reset)
+        args = daemon_args(policy=policy, quantum_ms=quantum_ms, cpus=cpus, slots=slots, reset=reset, owner=owner)
         if cpus is not None:
             # The daemon inherits this process's affinity: refuse the rest
             # here, as a usage error, before anything starts.
@@ -324,10 +458,7 @@ class Manager:
             if outside:
                 raise UserError(f"cpus {cpu_list(cpus)}: CPU {outside[0]} is not available to this process "
                                 f"(available: {cpu_list(sorted(allowed))})")
-        try:
-            where.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as error:
-            raise ThreadlabError(f"cannot create the manager's directory {where}: {error.strerror}") from None
+        os.close(open_directory(where, create=True))
         # The daemon forks; its first process exits once the manager is
         # ready (or has failed), printing "threadlab-rm started (pid N)".
         done = _call(where, *args, timeout=_START_TIMEOUT_S)
@@ -337,6 +468,40 @@ class Manager:
             shown = ("\n  log " + str(log_path(where)) + ":\n    " + "\n    ".join(tail)) if tail else ""
             raise ThreadlabError(f"threadlab-rm did not start: {_message(done)}{shown}")
         return cls(where, pid)
+
+    @classmethod
+    def start_private(
+        cls,
+        *,
+        policy: str | None = None,
+        quantum_ms: int = DEFAULT_QUANTUM_MS,
+        cpus: Sequence[int] | None = None,
+        slots: int | None = None,
+    ) -> Manager:
+        """A manager of this process's own (a study's, a benchmark's): in a
+        new directory made by mkdtemp in the temporary directory, with an
+        arena of the same name, stopped -- arena and directory removed --
+        when this process exits, however it exits.  What private managers
+        of processes that are gone left is removed first, each said on
+        stderr."""
+        for line in sweep():
+            print(f"threadlab: {line}", file=sys.stderr)
+        try:
+            where = Path(tempfile.mkdtemp(prefix=private_prefix()))
+        except OSError as error:
+            raise ThreadlabError(f"cannot create a private manager's directory in {tempfile.gettempdir()}: "
+                                 f"{error.strerror}") from None
+        try:
+            return cls.start(directory=where, policy=policy, quantum_ms=quantum_ms, cpus=cpus, slots=slots,
+                             owner=os.getpid())
+        except BaseException:
+            # The daemon removes what it made when it fails; the directory
+            # made here stays only when it never got that far.
+            try:
+                where.rmdir()
+            except OSError:
+                pass
+            raise
 
     @classmethod
     def running(cls, directory: Path | None = None) -> Manager | None:
@@ -349,18 +514,23 @@ class Manager:
         return cls(where, int(state["manager"]["pid"]))
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stops the manager (SIGTERM; it removes its arena).  When it was
-        killed instead, removes the arena it left, so that nothing of it
-        stays in /dev/shm.  ThreadlabError when it outlives the timeout."""
-        if not 0 < timeout <= 3600:
-            raise UserError(f"timeout {timeout!r} s: expected seconds from 0 to 3600")
-        done = _call(self.directory, "--stop", "--timeout", f"{timeout:g}", timeout=timeout + _QUERY_TIMEOUT_S)
-        if done.returncode != 0:
-            raise ThreadlabError(f"{RM_PROGRAM} --stop: {_message(done)}")
-        left = status(self.directory)
-        if "manager" in left and not left["running"] and left["manager"]["pid"] == self.pid:
-            # Programs still mapping it keep their mapping; the name goes.
-            (SHM_DIR / self.arena.lstrip("/")).unlink(missing_ok=True)
+        """Stops the manager (SIGTERM; it removes its arena, and a private
+        one its directory).  When it was killed instead, removes what it
+        left, so that nothing of it stays in /dev/shm (stop_manager()).
+        ThreadlabError when it outlives the timeout."""
+        stop_manager(self.directory, timeout)
+
+    def close(self) -> None:
+        """Stops it, or kills it when it does not stop, and removes what it
+        leaves: for the `finally` of whoever started it."""
+        try:
+            self.stop()
+        except ThreadlabError:
+            self.kill()
+            try:
+                self.stop()
+            except ThreadlabError:
+                pass
 
     def kill(self) -> None:
         """SIGKILL, for a manager that does not stop (and for tests of a
@@ -368,7 +538,7 @@ class Manager:
         if _process_is_manager(self.pid):
             try:
                 os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
+            except (ProcessLookupError, PermissionError):
                 pass
 
     def alive(self) -> bool:
@@ -379,10 +549,7 @@ class Manager:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
-        try:
-            self.stop()
-        except ThreadlabError:
-            self.kill()
+        self.close()
 
     # -- queries and control
 

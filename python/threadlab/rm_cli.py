@@ -184,7 +184,7 @@ def _foreground(args: argparse.Namespace, directory: Path) -> int:
     argv = [str(program), "--foreground", "--verbose",
             *rm.daemon_args(policy=args.policy, quantum_ms=args.quantum_ms, cpus=args.cpus, slots=args.slots,
                             reset=args.reset)]
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(rm.open_directory(directory, create=True))
     env = rm.daemon_env(directory)
     sys.stdout.flush()
     os.execve(argv[0], argv, env)
@@ -195,18 +195,17 @@ def _foreground(args: argparse.Namespace, directory: Path) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
+    """The daemon picks the process to stop (its pid file, checked), never
+    the arena's header: anyone able to write an arena could name any pid."""
     directory = rm.resolve_dir(args.dir)
-    state = rm.status(directory)
-    if "manager" not in state:  # no arena at all
-        return _not_running(directory)
-    manager = rm.Manager(directory, int(state["manager"]["pid"]))
-    manager.stop(timeout=args.timeout)
-    if not state["running"]:  # killed: stop() removed the arena it left
-        print(f"threadlab: the manager (pid {manager.pid}) was not running (killed?); removed the arena it left, "
-              f"{manager.arena}", file=sys.stderr)
+    pid, line = rm.stop_manager(directory, timeout=args.timeout)
+    if pid is not None:
+        print(f"threadlab-rm stopped (pid {pid})")
+        return 0
+    if "removed the arena" in line:  # killed: what it left is gone
+        print(f"threadlab: {line}", file=sys.stderr)
         return EXIT_NOT_RUNNING
-    print(f"threadlab-rm stopped (pid {manager.pid})")
-    return 0
+    return _not_running(directory)
 
 
 # --------------------------------------------------------------- rm set

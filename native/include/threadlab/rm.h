@@ -10,8 +10,11 @@
  * offsets, and every reader refuses a mismatch of magic, version, header
  * size, slot size or object size with a message naming both sides.
  *
- * Anything in the arena may be overwritten at any time by any process of
- * the user (a bug, or on purpose), so no value read from it bounds an index
+ * The object is mapped only when it belongs to the user and nobody else may
+ * write it (tl_rm_open refuses anything else: anyone may create names in
+ * /dev/shm; docs/security.md).  Anything in the arena may still be
+ * overwritten at any time by any process of the user (a bug, or on
+ * purpose), so no value read from it bounds an index
  * or a copy: the slot count is captured once, when the arena is created or
  * mapped and validated, into the process's own tl_rm_arena (nslots), and
  * every loop over the slots uses that private copy.  tl_rm_check() reports
@@ -92,6 +95,7 @@ enum {
     TL_RM_ESYS = 4,     /* a system call failed (err says which) */
     TL_RM_EBUSY = 5,    /* another manager runs on this arena */
     TL_RM_ECORRUPT = 6, /* tl_rm_check: the header was overwritten since mapped */
+    TL_RM_EUNSAFE = 7,  /* not this user's, or others may write it: refused */
 };
 
 /* --------------------------------------------------------------- layout */
@@ -270,10 +274,6 @@ unsigned tl_rm_policy_parse(const char *name);
 
 /* The arena's name: $THREADLAB_RM_ARENA, else "/threadlab-rm-<uid>". */
 void tl_rm_arena_name(char *buf, size_t len);
-/* The directory of the log, pid and lock files: $THREADLAB_RM_DIR, else
- * $XDG_RUNTIME_DIR/threadlab, else /tmp/threadlab-<uid>.  With create, it
- * is made (mode 0700) and must belong to this user.  0, or -1 with err. */
-int tl_rm_runtime_dir(char *buf, size_t len, int create, char *err, size_t errlen);
 
 /* The bytes an arena of nslots slots occupies. */
 size_t tl_rm_arena_bytes(unsigned nslots);
@@ -286,7 +286,11 @@ int tl_rm_validate(const void *mem, size_t size, char *err, size_t errlen);
 /* Maps an existing arena (read-write: applications and the manager write
  * it) and captures its validated slot count in arena->nslots.  TL_RM_OK, or
  * an error code with a message in err (the reason, without the arena's
- * name, for TL_RM_EVERSION and TL_RM_EINIT: callers name it). */
+ * name, for TL_RM_EVERSION and TL_RM_EINIT: callers name it).  An object
+ * that does not belong to this user (the effective uid), or that its group
+ * or others may write, is TL_RM_EUNSAFE, never mapped: err is then one
+ * line naming it, its owner and mode, and what to do (another user could
+ * have created it to steer or crash this user's programs). */
 int tl_rm_open(tl_rm_arena *arena, const char *name, char *err, size_t errlen);
 /* Creates a fresh arena for the manager: nslots slots, the given CPUs.
  * An existing object is replaced only with `reset`; without it the result
@@ -307,6 +311,64 @@ int tl_rm_check(const tl_rm_arena *arena, char *err, size_t errlen);
 /* The manager: rewrites the header's identity from the handle's private
  * copies and the managed CPUs (magic cleared first, written last). */
 void tl_rm_restore_identity(tl_rm_arena *arena, const tl_rm_cpuset *cpus);
+
+/* ----------------------------------------- the runtime directory (rundir.c) */
+
+/* The manager's directory (log rm.log, pid file rm.pid, lock rm.lock):
+ * $THREADLAB_RM_DIR, else $XDG_RUNTIME_DIR/threadlab when $XDG_RUNTIME_DIR
+ * is a directory of this user that nobody else may enter, else
+ * /tmp/threadlab-<uid>.  Only the name: 0, or -1 (too long) with err. */
+int tl_rm_runtime_dir(char *buf, size_t len, char *err, size_t errlen);
+/* Opens the directory `path` (made mode 0700 first with create) without
+ * following a symbolic link and checks, on the descriptor, that it is a
+ * directory of this user that nobody else may enter (mode 0700): the
+ * descriptor (O_DIRECTORY, close-on-exec), or -1 with errno set and one
+ * line in err naming it, its owner and mode, and what to do.  errno is
+ * ENOENT when it does not exist (without create), EPERM when refused.
+ * Every file in it is then opened relative to the descriptor. */
+int tl_rm_dir_open(const char *path, int create, char *err, size_t errlen);
+/* Opens `name` in the directory dirfd (opened by tl_rm_dir_open; dirpath
+ * only names it in messages) with open(2)'s flags plus O_NOFOLLOW and
+ * O_CLOEXEC, mode 0600 when created, and refuses anything but a regular
+ * file of this user with one link: the descriptor, or -1 with errno and
+ * err. */
+int tl_rm_dir_file(int dirfd, const char *dirpath, const char *name, int flags, char *err, size_t errlen);
+/* The pid in the directory's rm.pid, 0 when there is none or it is not a
+ * pid. */
+pid_t tl_rm_pidfile_read(int dirfd);
+/* 1 when pid is the manager of the directory dirfd: a live process of this
+ * user running threadlab-rm that holds the directory's rm.lock.  Else 0,
+ * with why (for messages). */
+int tl_rm_is_manager(pid_t pid, int dirfd, char *why, size_t whylen);
+
+/* ------------------------------------------------ private managers (private.c) */
+
+/* A private manager (a benchmark's, a study's) belongs to one process, its
+ * owner: it stops when the owner exits (threadlab-rm --owner PID) and
+ * removes its arena and directory.  Both are named after the owner, so
+ * that the next run can find and remove the ones a killed manager left:
+ * the directory is made by mkdtemp as
+ * $TMPDIR/threadlab-rm-<uid>-pid<owner>-XXXXXX (TMPDIR an absolute path,
+ * else /tmp), and the arena is named as the directory. */
+#define TL_RM_PRIVATE_PREFIX "threadlab-rm-" /* then <uid>-pid<owner>- */
+/* Makes a private manager's directory for the owner pid: dir receives its
+ * path and arena its arena's name.  0, or -1 with err. */
+int tl_rm_private_make(pid_t owner, char *dir, size_t dirlen, char *arena, size_t arenalen, char *err,
+                       size_t errlen);
+/* The owner pid in a private manager's directory or arena name (a path's
+ * last component, or a name with or without its leading slash) of this
+ * user; 0 when `name` is no such name. */
+pid_t tl_rm_private_owner(const char *name);
+/* Removes a directory of this user (checked as tl_rm_dir_open does) with
+ * the manager's files in it: 0, or -1 (it stays: not this user's, or holds
+ * other files) with err. */
+int tl_rm_dir_remove(const char *path, char *err, size_t errlen);
+/* Removes what private managers whose owner is gone left (their directories
+ * in $TMPDIR and /tmp, their arenas in /dev/shm), except where a manager
+ * still runs; calls report (when not NULL) with one line per object
+ * removed, saying what and why, or that could not be removed.  Objects of
+ * other users are never touched.  Returns how many were removed. */
+unsigned tl_rm_sweep(void (*report)(const char *line, void *context), void *context);
 
 /* ------------------------------------------------------------ processes */
 

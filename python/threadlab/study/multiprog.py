@@ -5,7 +5,7 @@ started at once (or staggered), each asking for every CPU, under five
 baselines:
 
     rm        threadlab-rm, a private manager per experiment, and the libgomp
-              shim (threadlab.rm: Manager.start, shim_environment)
+              shim (threadlab.rm: Manager.start_private, shim_environment)
     gomp      plain libgomp defaults
     passive   OMP_WAIT_POLICY=passive
     dynamic   OMP_DYNAMIC=true
@@ -419,8 +419,9 @@ def run_experiment(plan: Plan, cell: Cell, stop: StopRequest) -> Experiment | No
     try:
         if cell.baseline == "rm":
             own = plan.cpus[: cell.cpus]
-            manager = rm.Manager.start(directory=work / "rm", policy=plan.policy, quantum_ms=plan.quantum_ms,
-                                       cpus=own)
+            # Owned by this process: a study killed even by SIGKILL takes
+            # its manager, arena and directory with it.
+            manager = rm.Manager.start_private(policy=plan.policy, quantum_ms=plan.quantum_ms, cpus=own)
         starts = launches(cell, plan.cpus, manager.directory if manager else None)
         deadline = time.monotonic() + plan.timeout_s
         first = time.monotonic()
@@ -465,10 +466,7 @@ def run_experiment(plan: Plan, cell: Cell, stop: StopRequest) -> Experiment | No
         for child in children:
             child.thread.join(5.0)
         if manager is not None:
-            try:
-                manager.stop()
-            except ThreadlabError:
-                manager.kill()
+            manager.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -621,7 +619,7 @@ def dry_run_lines(plan: Plan) -> Iterable[str]:
     import shlex
 
     for cell in plan.cells:
-        private = Path(tempfile.gettempdir()) / "threadlab-multiprog-XXXX" / "rm"  # made per experiment
+        private = Path(tempfile.gettempdir()) / (rm.private_prefix() + "XXXXXX")  # made per experiment
         starts = launches(cell, plan.cpus, private if cell.baseline == "rm" else None)
         shown = []
         for launch in starts[:2]:
@@ -631,5 +629,6 @@ def dry_run_lines(plan: Plan) -> Iterable[str]:
             shown.append(f"{env} {cpus}{shlex.join([str(plan.program), cell.app, '--size', plan.size])}")
         more = f"  (+{len(starts) - 2} more)" if len(starts) > 2 else ""
         manager = (f"# threadlab-rm --policy {plan.policy} --quantum-ms {plan.quantum_ms} "
-                   f"--cpus {rm.cpu_list(plan.cpus[: cell.cpus])}\n" if cell.baseline == "rm" else "")
+                   f"--cpus {rm.cpu_list(plan.cpus[: cell.cpus])} --owner {os.getpid()}\n"
+                   if cell.baseline == "rm" else "")
         yield f"{manager}# {cell.label}: {len(starts)} instance(s)\n" + "\n".join(shown) + more

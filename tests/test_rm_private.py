@@ -18,7 +18,7 @@ from typing import Iterator
 import pytest
 
 from conftest import REAL_NATIVE_DIR, REPO
-from rmtools import DEADLINE_S, Lab, lab, native_env, needs_native, poll  # noqa: F401 - fixtures
+from rmtools import DEADLINE_S, native_env, needs_native, poll  # noqa: F401 - fixtures
 from threadlab import rm
 
 pytestmark = needs_native

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from threadlab import native, schema, stats
+from threadlab import native, process, schema, stats
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.record import new_record
-from threadlab.runner import StopRequest, kill_group
+from threadlab.process import kill_group
+from threadlab.runner import StopRequest
 
 STUDY = "apps"
 APP_PREFIX = "threadlab-app-"
@@ -305,8 +306,7 @@ def discover_programs(directory: Path | None = None) -> Programs:
 
 def _query(program: Path, *args: str) -> list[str]:
     try:
-        done = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=_QUERY_TIMEOUT_S,
-                              check=False)
+        done = process.run([program, *args], timeout_s=_QUERY_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise ThreadlabError(f"{program.name} {' '.join(args)}: {error}") from None
     if done.returncode != 0:
@@ -339,8 +339,7 @@ def probe_priority(program: Path, level: str) -> str | None:
     """None when this user may run a program at the level; else why not,
     as the program found out applying it (`--probe`)."""
     try:
-        done = subprocess.run([str(program), "--probe", "--priority", priority_argument(level)], capture_output=True,
-                              text=True, timeout=_QUERY_TIMEOUT_S, check=False)
+        done = process.run([program, "--probe", "--priority", priority_argument(level)], timeout_s=_QUERY_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"priority {level}: the probe failed ({error})"
     if done.returncode == 0:
@@ -643,8 +642,8 @@ def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequen
     argv = cell.argv() + list(extra_args)
     started = time.monotonic()
     try:
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 start_new_session=True)
+        child = process.start(argv, timeout_s=timeout_s, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
     except OSError as error:
         return Outcome("failed", f"cannot start {Path(argv[0]).name}: {error.strerror}", {}, 0.0)
     stop.child = child  # type: ignore[assignment]

@@ -34,6 +34,7 @@ from threadlab.errors import ThreadlabError, UserError
 from threadlab.record import new_record
 from threadlab.process import kill_group
 from threadlab.runner import StopRequest
+from threadlab.sanitize import printable, printable_lines
 
 STUDY = "apps"
 APP_PREFIX = "threadlab-app-"
@@ -723,12 +724,15 @@ class StudyProgress:
         self._next_report = 0.1
 
     def message(self, text: str) -> None:
-        if not self.enabled:
-            return
         if self.live:
-            self.stream.write("\r\x1b[K")
-        self.stream.write(text + "\n")
-        self.stream.flush()
+            self._write("\r\x1b[K")
+        self._write(printable_lines(text) + "\n")
+
+    def _write(self, text: str) -> None:
+        from threadlab.progress import write_or_give_up
+
+        if self.enabled and not write_or_give_up(self.stream, text):
+            self.enabled = self.live = False
 
     def _eta(self) -> str:
         from threadlab.units import format_duration
@@ -745,17 +749,15 @@ class StudyProgress:
         if outcome.kind in ("failed", "wrong"):
             self.message(f"threadlab: {cell.label}: {outcome.kind.upper()}: {outcome.reason}")
         if self.live:
-            text = f"[{self.done:>{width}}/{self.total}] {cell.label}  {self._eta()}"
-            self.stream.write("\r" + text[: max(20, _terminal_width() - 1)] + "\x1b[K")
-            self.stream.flush()
+            text = f"[{self.done:>{width}}/{self.total}] {printable(cell.label)}  {self._eta()}"
+            self._write("\r" + text[: max(20, _terminal_width() - 1)] + "\x1b[K")
         elif self.done >= self._next_report * self.total or self.done == self.total:
             self._next_report += 0.1
             self.message(f"[{self.done:>{width}}/{self.total}] runs done ({self._eta()})")
 
     def close(self) -> None:
         if self.live:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+            self._write("\r\x1b[K")
 
 
 def _terminal_width() -> int:

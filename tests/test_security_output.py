@@ -147,6 +147,24 @@ def test_a_link_of_another_user_is_not_followed(db_path: Path, tmp_path: Path, r
     assert victim.read_text() == "precious\n"
 
 
+def test_a_file_of_another_user_does_not_lend_its_mode(db_path: Path, tmp_path: Path, run_cli: RunCli) -> None:
+    """A world-writable file another user planted is replaced by a file of
+    the default mode, not one that user may still write."""
+    require_root("a file of another user")
+    store_run(db_path, pingpong_run(), name="base")
+    planted = tmp_path / "out.json"
+    planted.write_text("planted\n")
+    os.chown(planted, OTHER_UID, OTHER_UID)
+    planted.chmod(0o666)
+    umask = os.umask(0o022)
+    try:
+        code, _, err = run_cli("export", "base", "-o", str(planted))
+    finally:
+        os.umask(umask)
+    assert code == 0, err
+    assert planted.stat().st_uid == os.geteuid() and planted.stat().st_mode & 0o777 == 0o644
+
+
 # ----------------------------------------------------------- closed pipes
 
 

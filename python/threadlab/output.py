@@ -171,6 +171,18 @@ class Directory:
             out.write(data)
 
 
+def _check_replaceable(directory: Directory, name: str, existing: os.stat_result) -> None:
+    """In a sticky directory (/tmp) only the owner may replace a file: say
+    so now rather than after a whole run."""
+    euid = os.geteuid()
+    if euid == 0 or existing.st_uid == euid:
+        return
+    info = os.fstat(directory.fd)
+    if info.st_mode & stat.S_ISVTX and info.st_uid != euid:
+        raise UserError(f"{directory.what}: {directory.path / name} belongs to another user (uid {existing.st_uid}) "
+                        "in a shared directory; it cannot be replaced: give another path")
+
+
 class _Transaction:
     """`with` commits on success and aborts on any exception (Ctrl-C too)."""
 
@@ -205,8 +217,11 @@ class AtomicFile(_Transaction):
             raise write_error(directory.what, error) from None
         if existing is not None and stat.S_ISDIR(existing.st_mode):
             raise UserError(f"{directory.what}: {directory.path / name} is a directory")
-        regular = existing is not None and stat.S_ISREG(existing.st_mode)
-        self.mode = stat.S_IMODE(existing.st_mode) if regular else creation_mode()  # type: ignore[union-attr]
+        ours = existing is not None and stat.S_ISREG(existing.st_mode) and existing.st_uid == os.geteuid()
+        if existing is not None and not ours:
+            _check_replaceable(directory, name, existing)
+        # A file of ours keeps its permission bits; another's are not taken over.
+        self.mode = stat.S_IMODE(existing.st_mode) if ours else creation_mode()  # type: ignore[union-attr]
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         for _ in range(100):
             self.temporary = f".{name}.{secrets.token_hex(6)}.tmp"

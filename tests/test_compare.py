@@ -196,3 +196,55 @@ def test_unsupported_on_one_side_is_not_compared(db_path: Path, run_cli: RunCli)
     store_run(db_path, [unsupported("pthread.barrier", "different-cpus", reason="needs 4 CPUs")])
     code, out, _ = run_cli("compare", "1", "2")
     assert "not compared" in out and "B unsupported: needs 4 CPUs" in out
+
+
+# ------------------------------------------------ the gate cannot vouch for B
+
+
+def test_the_gate_fails_when_every_point_of_b_failed(db_path: Path, run_cli: RunCli) -> None:
+    from synthetic import failed
+
+    store_run(db_path, pingpong_run(), name="base")
+    store_run(db_path, [failed(r["benchmark"], r["placement"], reason="killed by SIGSEGV") for r in pingpong_run()],
+              name="broken")
+    code, _, err = run_cli("compare", "base", "broken", "--fail-above", "5")
+    assert code == 1, err
+    assert "the gate cannot pass: 6 points of B (run 2 (broken) on vm) failed: pthread.mutex.pingpong same-cpu: " \
+           "killed by SIGSEGV (and 5 more)" in err
+    assert "the regression gate fails: 1 reason it cannot decide" in err
+
+
+def test_the_gate_fails_when_one_point_of_b_failed(db_path: Path, run_cli: RunCli) -> None:
+    from synthetic import failed
+
+    store_run(db_path, pingpong_run(), name="base")
+    candidate = pingpong_run(seed=20)
+    candidate[0] = failed("pthread.mutex.pingpong", "same-cpu", reason="timed out after 30 s")
+    store_run(db_path, candidate, name="candidate")
+    code, _, err = run_cli("compare", "base", "candidate", "--fail-above", "5")
+    assert code == 1 and "1 point of B (run 2 (candidate) on vm) failed: pthread.mutex.pingpong same-cpu" in err
+
+
+def test_the_gate_fails_when_the_runs_share_no_point(db_path: Path, run_cli: RunCli) -> None:
+    store_run(db_path, [point("pthread.mutex.pingpong", "same-cpu", 2000.0, seed=1)], name="a")
+    store_run(db_path, [point("pthread.sem.pingpong", "same-cpu", 2000.0, seed=2)], name="b")
+    code, _, err = run_cli("compare", "a", "b", "--fail-above", "5")
+    assert code == 1, err
+    assert "share no point: nothing was compared" in err
+
+
+def test_the_gate_fails_when_too_few_points_were_measured_to_decide(db_path: Path, run_cli: RunCli) -> None:
+    store_run(db_path, pingpong_run(), name="base")
+    single = pingpong_run(seed=30)
+    single[1] = point("pthread.mutex.pingpong", "different-cpus", 40000.0, n=1, seed=31)  # one timing: no test
+    single[2] = unsupported("pthread.sem.pingpong", "same-cpu")  # A measured it, B could not
+    store_run(db_path, single, name="thin")
+    code, _, err = run_cli("compare", "base", "thin", "--fail-above", "5")
+    assert code == 1, err
+    assert "too few points measured to decide: 2 of the 6 points" in err
+    # Points that no side measured, and derived values, do not hold the gate back.
+    store_run(db_path, pingpong_run(seed=40) + [derived("logp.l", "different-cpus", 1.0)], name="full")
+    store_run(db_path, pingpong_run(seed=50) + [derived("logp.l", "different-cpus", 1.5)], name="full2")
+    code, _, err = run_cli("compare", "full", "full2", "--fail-above", "5")
+    assert code == 0, err
+    assert "(5 points tested)" in err

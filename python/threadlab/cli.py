@@ -4,7 +4,11 @@ import, export, report (docs/commands/).
 Every user mistake ends in one line, `threadlab: error: ...`, naming the
 bad value and what is accepted, with exit status 2 and no traceback.
 Exit status 1 means something threadlab depends on failed (a native
-program, the store) or, for `bench`, that a data point failed.
+program, the store, an output that was closed or could not be written)
+or, for `bench`, that a data point failed.
+
+Start-up stays light: numpy, scipy, jsonschema, rich and matplotlib are
+imported by the commands that use them, not for `--help` or `--version`.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from threadlab import __version__, compare, crosscheck, environment, native, runner, schema, stats, transfer
 from threadlab.errors import ThreadlabError, UserError
-from threadlab.listing import render_catalog, render_run_header, render_runs
 from threadlab.native import NATIVE_DEFAULTS, PLACEMENTS, BenchmarkInfo, PointOptions
+from threadlab.output import OutputClosed, OutputFile, write_output
 from threadlab.progress import Progress
+from threadlab.sanitize import printable, printable_lines
 from threadlab.store import NoStore, Store, default_db_path, user_data_db_path, validate_run_name
 from threadlab import rm_cli
 from threadlab.study import cli as study_cli
@@ -499,29 +504,28 @@ def _point_options(args: argparse.Namespace) -> PointOptions:
 
 
 class JsonLinesOutput:
-    """--json FILE: each record on its own line, written whole and flushed,
-    so the file is valid JSON Lines whenever it is read."""
+    """--json FILE: each record on its own line, written whole.  '-' (and a
+    FIFO) gets each line as it is measured; a file is written beside itself
+    and renamed onto FILE when the run ends (output.OutputFile), so FILE is
+    never half a run, and never the store.  A write that fails (a closed
+    pipe, a full disk) raises: the run stops and says why."""
 
-    def __init__(self, target: str | None) -> None:
-        self.stream: IO[str] | None = None
-        self._owned = False
-        if target == "-":
-            self.stream = sys.stdout
-        elif target:
-            try:
-                self.stream = open(target, "w", encoding="utf-8")
-            except OSError as error:
-                raise UserError(f"--json {target}: cannot write: {error.strerror}") from None
-            self._owned = True
+    def __init__(self, target: str | None, store: Path) -> None:
+        self.out = OutputFile(target, f"--json {target}", store) if target else None
 
     def write(self, record: dict[str, Any]) -> None:
-        if self.stream:
-            self.stream.write(json.dumps(record, separators=(",", ":")) + "\n")
-            self.stream.flush()
+        if self.out:
+            self.out.write(json.dumps(record, separators=(",", ":")) + "\n")
+            self.out.flush()
 
-    def close(self) -> None:
-        if self.stream and self._owned:
-            self.stream.close()
+    def close(self, keep: bool = True) -> None:
+        """keep: the records written are whole (the run ended, however it
+        ended); False after a write failed."""
+        if self.out:
+            if keep:
+                self.out.commit()
+            else:
+                self.out.abort()
 
 
 # ---------------------------------------------------------------- commands
@@ -589,9 +593,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return EXIT_OK
     db_path = _db_path(args)
     with Store(db_path) as store:
-        store.require_free_name(plan.name)  # before --json truncates a file
-        output = JsonLinesOutput(args.json)
-        run_id, env = _start_run(args, plan, store)
+        store.require_free_name(plan.name)  # before --json creates anything
+        output = JsonLinesOutput(args.json, db_path)
+        try:
+            run_id, env = _start_run(args, plan, store)
+        except BaseException:
+            output.close(keep=False)
+            raise
         label = f"run {run_id}" + (f" ({plan.name})" if plan.name else "")
         progress = Progress(plan.points, enabled=not args.quiet)
         progress.message(
@@ -601,22 +609,35 @@ def cmd_bench(args: argparse.Namespace) -> int:
         for warning in env["warnings"]:
             progress.message(f"threadlab: warning: {warning}")
 
+        stored: set[int] = set()
+
         def keep(point: runner.Point, record: dict[str, Any]) -> None:
             store.add_record(run_id, point.index, record)
+            stored.add(point.index)
             output.write(record)
 
         started = time.monotonic()
-        status = "failed"  # unless the sweep returns
+        status, stop_reason = "failed", "threadlab itself failed"  # unless the sweep returns
+        output_ok = True
         try:
             result = runner.run_sweep(plan.points, plan.options, plan.timeout_for, keep, progress)
             status = "interrupted" if result.interrupted_by else "complete"
+            stop_reason = f"interrupted by {runner.signal_name(result.interrupted_by)}" if result.interrupted_by else None
         except KeyboardInterrupt:  # a second Ctrl-C
-            status = "interrupted"
+            status, stop_reason = "interrupted", "interrupted by a second Ctrl-C"
+            raise
+        except ThreadlabError as error:  # the --json output: a closed pipe, a full disk
+            output_ok = False
+            stop_reason = f"stopped after {len(stored)} of {len(plan.points)} points: {error}"
+            error.args = (f"{error}; {label} stopped after {len(stored)} of {len(plan.points)} points, stored as "
+                          f"failed with what it measured (threadlab show {run_id})",)
             raise
         finally:
             progress.close()
-            output.close()
-            store.finish_run(run_id, status, environment.finish(env))
+            try:
+                output.close(keep=output_ok)
+            finally:
+                store.finish_run(run_id, status, environment.finish(env), stop_reason)
     console = make_console(sys.stderr if args.json == "-" else None)
     render_results(console, result.records, [info.as_dict() for info in plan.selected], title=f"Results of {label}")
     return _bench_epilogue(label, status, result, time.monotonic() - started, args.quiet)
@@ -644,13 +665,15 @@ def cmd_list(args: argparse.Namespace) -> int:
         for info in selected:
             print(json.dumps(info.as_dict()))
         return EXIT_OK
+    from threadlab.listing import render_catalog
+
     render_catalog(make_console(), selected)
     return EXIT_OK
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     try:
-        store = Store(_db_path(args), create=False)
+        store = Store(_db_path(args), readonly=True)
     except NoStore as missing:
         print(f"No runs yet (no store at {missing.path}).")
         return EXIT_OK
@@ -662,18 +685,22 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 "id": run.id, "name": run.name, "status": run.display_status, "stored_status": run.status,
                 "started_at": run.started_at, "finished_at": run.finished_at, "hostname": run.hostname,
                 "machine_id": run.machine_id, "points_planned": run.points_planned, "records": run.counts,
-                "command": run.command,
+                "command": run.command, "stop_reason": run.stop_reason,
             }))
         return EXIT_OK
     if not runs:
         print(f"No runs yet in {store.path}.")
         return EXIT_OK
+    from threadlab.listing import render_runs
+
     render_runs(make_console(), runs)
     return EXIT_OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    with Store(_db_path(args), create=False) as store:
+    from threadlab.listing import render_run_header
+
+    with Store(_db_path(args), readonly=True) as store:
         run = store.resolve_run(args.run)
         records = store.records(run.id)
     if args.json:
@@ -707,11 +734,11 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
         alive = [run for run in runs.values() if run.display_status == "running"]
         if alive and not args.force:
             raise UserError(
-                f"{alive[0].label} is still running (process {alive[0].pid}); stop it first, or pass --force"
+                f"{printable(alive[0].label)} is still running (process {alive[0].pid}); stop it first, or pass --force"
             )
         deleted = store.delete_runs(list(runs))
     for run_id, count in deleted.items():
-        print(f"deleted {runs[run_id].label}: {count} record{'s' if count != 1 else ''}")
+        print(f"deleted {printable(runs[run_id].label)}: {count} record{'s' if count != 1 else ''}")
     return EXIT_OK
 
 
@@ -722,7 +749,7 @@ def cmd_runs_rename(args: argparse.Namespace) -> int:
         run = store.resolve_run(args.run)
         name = None if args.clear else validate_run_name(args.name)
         store.rename_run(run.id, name)
-    was = f" (was {run.name})" if run.name else ""
+    was = f" (was {printable(run.name)})" if run.name else ""
     print(f"run {run.id} is now named {name}{was}" if name else f"run {run.id} has no name now{was}")
     return EXIT_OK
 
@@ -772,23 +799,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UserError("--fail-above gates pairwise comparisons: drop --by")
     if args.by and fmt in ("csv",):
         raise UserError("--by prints a table, json or md; csv is for pairwise comparisons")
-    with Store(_db_path(args), create=False) as store:
+    with Store(_db_path(args), readonly=True) as store:
         runs = [store.resolve_run(ref) for ref in args.runs]
         seen: set[int] = set()
         for run in runs:
             if run.id in seen:
-                raise UserError(f"{run.label} is given twice")
+                raise UserError(f"{printable(run.label)} is given twice")
             seen.add(run.id)
         records = {run.id: _select(store.records(run.id), patterns) for run in runs}
     for run in runs:
         if not records[run.id]:
             what = "the --filter selects none of its records" if patterns else "it has no records"
-            raise UserError(f"{run.label}: nothing to compare ({what})")
+            raise UserError(f"{printable(run.label)}: nothing to compare ({what})")
     if args.by:
         if args.by == "machine":
             sides = _machine_sides(runs, records)
             if len(sides) < 2:
-                raise UserError(f"--by machine: all these runs are from one machine ({runs[0].hostname}); "
+                raise UserError(f"--by machine: all these runs are from one machine ({printable(runs[0].hostname)}); "
                                 "use --by run, or compare without --by")
         else:
             sides = [compare.Side(f"{run.label} on {run.hostname}", f"run {run.id}", records[run.id]) for run in runs]
@@ -799,10 +826,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                   "columns": [side.label for side in sides], "cells": row.cells,
                                   "comparisons": [c.as_dict() if c else None for c in row.comparisons]}))
         elif fmt == "md":
-            print("| benchmark | placement | " + " | ".join(side.header for side in sides) + " |")
-            print("|---|---|" + "---:|" * len(sides))
-            for row in matrix.rows:
-                print(f"| {row.label} | {row.placement} | " + " | ".join(row.cells) + " |")
+            sys.stdout.write(compare.matrix_markdown(matrix))
         else:
             compare.render_matrix(make_console(), matrix, "machine" if args.by == "machine" else "run")
         return EXIT_OK
@@ -842,52 +866,58 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _regression_gate(pairs: Sequence[compare.PairComparison], percent: float | None) -> int:
+    """--fail-above: exit 1 on a regression, and whenever the comparison
+    cannot vouch for B (docs/commands/compare.md, "The regression gate")."""
     if percent is None:
         return EXIT_OK
-    found = [(pair, point) for pair in pairs for point in pair.regressions(percent)]
-    for pair, point in found:
+    gate = compare.regression_gate(pairs, percent)
+    for pair, point in gate.regressions:
         where = f" {point.placement}" if point.placement else ""
-        print(
+        print(printable(
             f"{PROG}: regression: {point.label}{where}: B/A = {compare.format_ratio(point.ratio)} "
             f"({compare.change_text(point.slowdown or 1.0)}; the limit is {percent:g}% slower), "
-            f"p = {compare.format_p(point.p_adjusted)}; A: {pair.a.label}, B: {pair.b.label}",
+            f"p = {compare.format_p(point.p_adjusted)}; A: {pair.a.label}, B: {pair.b.label}"),
             file=sys.stderr,
         )
-    if found:
-        print(f"{PROG}: {len(found)} regression{'s' if len(found) != 1 else ''} beyond {percent:g}%", file=sys.stderr)
+    for problem in gate.undecided:
+        print(printable(f"{PROG}: the gate cannot pass: {problem}"), file=sys.stderr)
+    if gate.regressions or gate.undecided:
+        found = len(gate.regressions)
+        why = [f"{found} regression{'s' if found != 1 else ''} beyond {percent:g}%"] if found else []
+        why += [f"{len(gate.undecided)} reason{'s' if len(gate.undecided) != 1 else ''} it cannot decide"] \
+            if gate.undecided else []
+        print(f"{PROG}: the regression gate fails: {', '.join(why)}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"{PROG}: no point significantly slower by more than {percent:g}%", file=sys.stderr)
+    print(f"{PROG}: no point significantly slower by more than {percent:g}% ({gate.decided} points tested)",
+          file=sys.stderr)
     return EXIT_OK
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    text, source = transfer.read_source(args.file)
-    plan = transfer.read_import(text, source, host=args.host)
+    plan = transfer.read_source(args.file, host=args.host)
     with Store(_db_path(args)) as store:
         run = transfer.import_file(store, plan, args.name)
     if plan.synthesized:
         print(
-            f"{PROG}: {source} has no run header (bare records, as `bench --json` writes): run metadata "
-            f"synthesized (host {run.hostname}, environment unknown)",
+            f"{PROG}: {printable(plan.source)} has no run header (bare records, as `bench --json` writes): run "
+            f"metadata synthesized (host {printable(run.hostname)}, environment unknown)",
             file=sys.stderr,
         )
-    print(f"imported {len(plan.records)} records from {source} as {run.label} (machine {run.hostname})")
+    print(f"imported {len(plan.records)} records from {printable(plan.source)} as {printable(run.label)} "
+          f"(machine {printable(run.hostname)})")
     return EXIT_OK
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    with Store(_db_path(args), create=False) as store:
+    db_path = _db_path(args)
+    with Store(db_path, readonly=True) as store:
         run = store.resolve_run(args.run)
         records, points = store.records_with_points(run.id)
     text = transfer.export_text(args.format, run, records, points)
-    if args.output and args.output != "-":
-        try:
-            Path(args.output).write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise UserError(f"-o {args.output}: cannot write: {error.strerror}") from None
-        print(f"{PROG}: wrote {run.label} ({len(records)} records) to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    target = args.output or "-"
+    write_output(target, text, "standard output" if target == "-" else f"-o {target}", db_path)
+    if target != "-":
+        print(f"{PROG}: wrote {printable(run.label)} ({len(records)} records) to {printable(target)}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -895,15 +925,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     from threadlab import report  # matplotlib: only this command pays for it
 
     refs = args.runs or ["latest"]
-    with Store(_db_path(args), create=False) as store:
+    db_path = _db_path(args)
+    with Store(db_path, readonly=True) as store:
         runs = [store.resolve_run(ref) for ref in refs]
         if len({run.id for run in runs}) != len(runs):
             raise UserError("a run is given twice")
         loaded = [(run, store.records(run.id)) for run in runs]
     out_dir = Path(args.output).expanduser()
-    result = report.write_report(loaded, out_dir, alpha=args.alpha, test=args.test)
-    print(f"Report: {result.index.resolve()} ({len(result.figures)} figures; PNG files in "
-          f"{(out_dir / report.FIGURES_DIR).resolve()})")
+    result = report.write_report(loaded, out_dir, alpha=args.alpha, test=args.test, store=db_path)
+    print(f"Report: {printable(result.index.resolve())} ({len(result.figures)} figures; PNG files in "
+          f"{printable((result.index.parent / report.FIGURES_DIR).resolve())})")
     return EXIT_OK
 
 
@@ -911,8 +942,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     try:
+        parser = build_parser()
         arguments = list(sys.argv[1:] if argv is None else argv)
         args = parser.parse_args(arguments)
         args.argv = arguments
@@ -922,20 +953,42 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "or omp "
                 f"(see `{PROG} --help`)"
             )
-        return int(args.handler(args))
+        status = int(args.handler(args))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return status
+    except OutputClosed as closed:
+        return _output_closed(str(closed))
+    except BrokenPipeError:
+        return _output_closed("the output was closed before everything was written (broken pipe); it is incomplete")
     except ThreadlabError as error:  # UserError included
-        print(f"{PROG}: error: {error}", file=sys.stderr)
+        _error(str(error))
         return error.exit_status
     except sqlite3.Error as error:
-        print(f"{PROG}: error: store: {error}", file=sys.stderr)
+        _error(f"store: {error}")
         return EXIT_FAILED
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        _error("interrupted", prefix=f"{PROG}: ")
         return 128 + signal.SIGINT
-    except BrokenPipeError:
-        # `threadlab runs | head`: the reader left; not an error of ours.
-        # Point stdout at /dev/null so the interpreter's final flush is quiet.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
     except SystemExit as done:  # --help, --version
         return done.code if isinstance(done.code, int) else EXIT_OK
+
+
+def _error(message: str, prefix: str = f"{PROG}: error: ") -> None:
+    """One message on stderr: stored text in it cannot reach the terminal as
+    escape sequences; a closed stderr is not an error of its own."""
+    try:
+        print(prefix + printable_lines(message), file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+
+
+def _output_closed(message: str) -> int:
+    """A reader that left (`threadlab runs | head`) is an error: what it got
+    is incomplete.  stdout then points at /dev/null, so the interpreter's
+    final flush is quiet."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    _error(message)
+    return EXIT_FAILED

@@ -10,7 +10,8 @@ Three shapes (docs/commands/compare.md):
 - a matrix: one column per run or per machine (seed 002's Table 1 layout),
   medians with the ratio to the first column.
 - the regression gate: points that got worse by more than a percentage,
-  with significance.
+  with significance; and whatever keeps the comparison from vouching for
+  B (no shared point, B's failed points, points that could not be tested).
 
 Points match on their identity (points.record_key).  What cannot be
 compared (unsupported, failed, on one side only, units that do not
@@ -19,17 +20,11 @@ convert) is shown as such, never dropped silently.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
-
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from threadlab import stats
 from threadlab.errors import UserError
@@ -45,8 +40,13 @@ from threadlab.points import (
     samples_in,
     varying_params,
 )
+from threadlab.sanitize import CsvWriter, markdown
 from threadlab.table import Footnotes
 from threadlab.units import format_number, format_value, is_time_unit
+
+if TYPE_CHECKING:  # rich is imported when a table is printed
+    from rich.console import Console
+    from rich.text import Text
 
 FORMATS = ("table", "json", "csv", "md")
 _SIZE_UNITS = {"bytes", "byte", "B", "KiB", "MiB", "GiB", "kB", "MB", "GB"}
@@ -195,6 +195,67 @@ class PairComparison:
         """Points significantly worse in B by more than `percent`."""
         limit = 1.0 + percent / 100.0
         return [p for p in self.points if p.worse and p.slowdown is not None and p.slowdown > limit]
+
+
+@dataclass
+class Gate:
+    """The regression gate's findings over every pair."""
+
+    regressions: list[tuple[PairComparison, PointComparison]]
+    undecided: list[str]  # why the gate cannot vouch for B, one sentence each
+    decided: int  # shared points tested on both sides
+
+
+def _derived(point: PointComparison) -> bool:
+    """A derived value (one number per side): never tested, never required."""
+    return point.verdict == "not tested"
+
+
+def _tested(point: PointComparison) -> bool:
+    return point.result is not None and point.result.p is not None
+
+
+def _example(points: Sequence[PointComparison], why: Any) -> str:
+    first = points[0]
+    where = f" {first.placement}" if first.placement else ""
+    more = f" (and {len(points) - 1} more)" if len(points) > 1 else ""
+    return f"{first.label}{where}: {why(first)}{more}"
+
+
+def regression_gate(pairs: Sequence[PairComparison], percent: float) -> Gate:
+    """--fail-above PCT.  A regression: a point significantly worse in B by
+    more than PCT.  The gate also fails, saying why, when a pair cannot
+    vouch for B: A and B share no point; a point of B failed; a shared
+    point that A measured could not be tested in B (B did not measure it,
+    its units differ, or a side has fewer than 2 timings); or no shared
+    point was tested at all.  Points only in A or only in B (not failed)
+    and derived values do not decide (docs/commands/compare.md)."""
+    regressions = [(pair, point) for pair in pairs for point in pair.regressions(percent)]
+    undecided: list[str] = []
+    decided = 0
+    for pair in pairs:
+        names = f"A ({pair.a.label}) and B ({pair.b.label})"
+        shared = [p for p in pair.points if p.a is not None and p.b is not None]
+        failed = [p for p in pair.points if p.b is not None and p.b["status"] == "failed"]
+        if failed:
+            undecided.append(f"{len(failed)} point{'s' if len(failed) != 1 else ''} of B ({pair.b.label}) failed: "
+                             + _example(failed, lambda p: p.b["reason"]))
+        if not shared:
+            undecided.append(f"{names} share no point: nothing was compared")
+            continue
+        tested = [p for p in shared if _tested(p)]
+        decided += len(tested)
+        untested = [p for p in shared if not _tested(p) and not _derived(p) and p.a["status"] == "ok"
+                    and p.b["status"] != "failed"]
+        if untested:
+            undecided.append(
+                f"too few points measured to decide: {len(untested)} of the {len(shared)} points {names} share "
+                "were measured in A but could not be tested in B: "
+                + _example(untested, lambda p: "; ".join(p.notes) or p.verdict))
+        elif not tested and not failed:
+            undecided.append(f"too few points measured to decide: none of the {len(shared)} points {names} "
+                             "share was measured on both sides")
+    return Gate(regressions, undecided, decided)
 
 
 def _first_by_key(records: Sequence[Mapping[str, Any]], without: str | None) -> dict[tuple[str, ...], Mapping[str, Any]]:
@@ -538,11 +599,16 @@ def print_table(console: Console, heads: Sequence[tuple[str, str]], rows: Sequen
                 summary: Sequence[Text] | None = None) -> None:
     """Every column at its natural width: numbers and verdicts are never cut
     (on a narrow terminal the lines wrap instead)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     all_rows = list(rows) + ([summary] if summary else [])
     widths = [max([len(h)] + [row[i].cell_len for row in all_rows]) for i, (h, _) in enumerate(heads)]
     table = Table(box=box.SIMPLE_HEAD)
     for (header, justify), width in zip(heads, widths):
-        table.add_column(header, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+        # Text(): a header may hold stored text (a variant's value), never markup.
+        table.add_column(Text(header), justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
     for row in rows:
         table.add_row(*row)
     if summary:
@@ -557,6 +623,8 @@ def print_table(console: Console, heads: Sequence[tuple[str, str]], rows: Sequen
 
 
 def render_pair(console: Console, pair: PairComparison) -> None:
+    from rich.text import Text
+
     console.print(Text(title(pair), style="bold"))
     notes = Footnotes()
     rows = comparison_rows(pair, notes)
@@ -576,6 +644,8 @@ def render_pair(console: Console, pair: PairComparison) -> None:
 
 
 def render_matrix(console: Console, matrix: Matrix, what: str) -> None:
+    from rich.text import Text
+
     console.print(Text(f"Medians by {what} — ×: ratio to the first column; *: a significant difference "
                        "(Welch p < α and the ratio's interval excludes 1)", style="bold"))
     for i, side in enumerate(matrix.columns, start=1):
@@ -590,23 +660,36 @@ def render_matrix(console: Console, matrix: Matrix, what: str) -> None:
 
 
 def pair_markdown(pair: PairComparison) -> str:
+    """Markdown of a pair; every text from the store escaped (sanitize.markdown)."""
     notes = Footnotes()
     rows = comparison_rows(pair, notes)
-    heads = [h for h, _ in headers(pair)]
-    lines = [f"**{title(pair).splitlines()[0]}**", "", title(pair).splitlines()[1], ""]
+    heads = [markdown(h) for h, _ in headers(pair)]
+    heading, method = title(pair).splitlines()
+    lines = [f"**{markdown(heading)}**", "", markdown(method), ""]
     lines.append("| " + " | ".join(heads) + " |")
     lines.append("|" + "|".join("---:" if j == "right" else "---" for _, j in headers(pair)) + "|")
     for cells in rows + [summary_row(pair, len(heads))]:
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("| " + " | ".join(markdown(c) for c in cells) + " |")
     if notes.texts:
         lines.append("")
-        lines += [f"{i}. {text}" for i, text in enumerate(notes.texts, start=1)]
+        lines += [f"{i}. {markdown(text)}" for i, text in enumerate(notes.texts, start=1)]
+    return "\n".join(lines) + "\n"
+
+
+def matrix_markdown(matrix: Matrix) -> str:
+    """Markdown of a matrix (compare --by ... --format md), escaped as pair_markdown."""
+    lines = ["| benchmark | placement | " + " | ".join(markdown(side.header) for side in matrix.columns) + " |",
+             "|---|---|" + "---:|" * len(matrix.columns)]
+    for row in matrix.rows:
+        lines.append(f"| {markdown(row.label)} | {markdown(row.placement)} | "
+                     + " | ".join(markdown(cell) for cell in row.cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def pair_csv(pairs: Sequence[PairComparison]) -> str:
+    """CSV of pairs: numbers as numbers, text neutralised against formulas (sanitize.CsvWriter)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = CsvWriter(out)
     writer.writerow(["a", "b", "benchmark", "model", "metric", "params", "placement", "unit", "median_a", "median_b",
                      "n_a", "n_b", "ratio", "ratio_ci_low", "ratio_ci_high", "welch_p", "mann_whitney_p",
                      "p_adjusted", "verdict", "notes"])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from threadlab import native, stats, units
+from threadlab import native, process, stats, units
 from threadlab.errors import ThreadlabError
 from threadlab.native import PointOptions
 from threadlab.runner import Point, StopRequest, run_point
@@ -81,8 +81,12 @@ def _find_naive_program(programs: Sequence[Path]) -> Path:
 
 
 def _naive_round(program: Path, cpu: int) -> dict[str, float]:
-    done = subprocess.run([str(program), str(cpu)], capture_output=True, text=True,
-                          timeout=_NAIVE_TIMEOUT_S, check=False)
+    try:
+        done = process.run([program, str(cpu)], timeout_s=_NAIVE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ThreadlabError(f"{program.name} did not finish within {_NAIVE_TIMEOUT_S:g} s") from None
+    except OSError as error:
+        raise ThreadlabError(f"cannot start {program}: {error.strerror}") from None
     if done.returncode != 0:
         raise ThreadlabError(f"{program.name} failed (exit {done.returncode}): {done.stderr.strip()}")
     result = json.loads(done.stdout)

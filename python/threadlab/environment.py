@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
-from threadlab import __version__, native
+from threadlab import __version__, native, process
 from threadlab.units import format_value
 
 # Scheduler files worth recording: round-robin slice, autogroup, CFS
@@ -70,7 +70,7 @@ def _run_helper(argv: list[str], cwd: Path | None = None) -> str | None:
     if shutil.which(argv[0]) is None:
         return None
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=_HELPER_TIMEOUT_S, cwd=cwd, check=False)
+        done = process.run(argv, timeout_s=_HELPER_TIMEOUT_S, cwd=cwd)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None

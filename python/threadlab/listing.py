@@ -102,13 +102,15 @@ def render_run_header(console: Console, run: RunInfo, store_path: str) -> None:
     grid.add_column(style="dim", no_wrap=True)
     grid.add_column()
     duration = run_duration(run)
-    grid.add_row("started", f"{local_time(run.started_at)} on {run.hostname} (machine {run.machine_id})")
+    grid.add_row("started", Text(f"{local_time(run.started_at)} on {run.hostname} (machine {run.machine_id})"))
     grid.add_row("duration", format_duration(duration) if duration is not None else "not finished")
     grid.add_row("command", Text(" ".join(run.command)))
     counts = ", ".join(f"{run.counts.get(s, 0)} {s}" for s in ("ok", "unsupported", "failed"))
     grid.add_row("records", f"{sum(run.counts.values())} ({counts}) from {run.points_planned} planned points")
     if status == "incomplete":
         grid.add_row("note", "the run's process is gone (killed or crashed); the points it finished are kept")
+    if run.stop_reason:
+        grid.add_row("stopped", Text(run.stop_reason))
     for label, text in environment.describe(run.environment):
         grid.add_row(label, Text(text))
     grid.add_row("store", Text(store_path))

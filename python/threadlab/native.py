@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from threadlab import process
 from threadlab.errors import ThreadlabError
 
 PROGRAM_PREFIX = "threadlab-bench-"
@@ -189,9 +190,7 @@ def _query(program: Path, *args: str) -> list[str]:
     """Non-empty stdout lines of a --list/--env query."""
     command = f"{program.name} {' '.join(args)}"
     try:
-        done = subprocess.run(
-            [str(program), *args], capture_output=True, text=True, timeout=_QUERY_TIMEOUT_S, check=False
-        )
+        done = process.run([program, *args], timeout_s=_QUERY_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise ThreadlabError(f"{command} did not answer within {_QUERY_TIMEOUT_S:.0f} s") from None
     except OSError as error:

@@ -4,6 +4,10 @@ On a terminal: one line redrawn in place every second (point i/N, what is
 being measured, elapsed time, estimated time left).  Elsewhere (CI logs,
 pipes): one line per finished benchmark, plus a line for each failed
 point at once, so a log stays short but shows where a run is.
+
+Names and failure reasons are data (a program's stderr): their control
+characters are shown as escapes.  A stderr that was closed ends the
+progress, not the run: the measurements go on into the store.
 """
 
 from __future__ import annotations
@@ -15,9 +19,21 @@ import time
 from typing import Any, Sequence, TextIO
 
 from threadlab.runner import Point, ProgressSink
+from threadlab.sanitize import printable, printable_lines
 from threadlab.units import format_duration
 
 _REDRAW_S = 1.0
+
+
+def write_or_give_up(stream: TextIO, text: str) -> bool:
+    """Writes and flushes progress; False when the stream is closed (a
+    closed stderr ends the progress, not the run)."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 class Progress(ProgressSink):
@@ -57,16 +73,18 @@ class Progress(ProgressSink):
         if self._current is None:
             return
         text = (
-            f"{self._counter(self._current.index + 1)} {self._current.label}  "
+            f"{self._counter(self._current.index + 1)} {printable(self._current.label)}  "
             f"{format_duration(self._elapsed())} elapsed, ETA {self._eta()}"
         )
         width = shutil.get_terminal_size((100, 20)).columns - 1
-        self._stream.write("\r" + text[:width] + "\x1b[K")
-        self._stream.flush()
+        self._write("\r" + text[:width] + "\x1b[K")
 
     def _clear_live(self) -> None:
-        self._stream.write("\r\x1b[K")
-        self._stream.flush()
+        self._write("\r\x1b[K")
+
+    def _write(self, text: str) -> None:
+        if self._enabled and not write_or_give_up(self._stream, text):
+            self._enabled = self._live = False
 
     def _tick(self) -> None:
         while not self._stop.wait(_REDRAW_S):
@@ -82,10 +100,9 @@ class Progress(ProgressSink):
         with self._lock:
             if self._live:
                 self._clear_live()
-            self._stream.write(text + "\n")
+            self._write(printable_lines(text) + "\n")
             if self._live:
                 self._write_live()
-            self._stream.flush()
 
     def point_started(self, point: Point) -> None:
         if not self._enabled:

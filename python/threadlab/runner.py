@@ -2,7 +2,8 @@
 
 Each data point is its own process in its own process group (so a hang,
 or a benchmark's forked helpers, can be killed as a whole, and a Ctrl-C at
-the terminal reaches threadlab alone).  Its stdout is read line by line as
+the terminal reaches threadlab alone), started by process.start: it dies
+with threadlab and has a time limit of its own.  Its stdout is read line by line as
 it comes; each line is validated and handed on at once, so the store holds
 it even if the run dies right after.
 
@@ -24,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from threadlab import native, schema
+from threadlab import native, process, schema
 from threadlab.native import BenchmarkInfo, PointOptions
+from threadlab.process import kill_group
 from threadlab.record import new_record
 
 # After the program exits, its forked helpers may hold stdout open; wait
@@ -123,7 +125,7 @@ def _check_belongs(point: Point, record: dict[str, Any]) -> None:
         raise schema.RecordError(f"field 'placement': {record['placement']} but {point.record_placement} was asked")
 
 
-def _signal_name(number: int) -> str:
+def signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
     except ValueError:
@@ -161,18 +163,6 @@ class StopRequest:
                 signal.signal(sig, handler)
 
         return restore
-
-
-def kill_group(child: subprocess.Popen[bytes] | None) -> None:
-    """SIGKILL to the child's whole process group (it leads its own).  Also
-    after the child has exited: helpers it forked stay in the group, and the
-    kernel does not reuse a group id while any member lives."""
-    if child is None:
-        return
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 # --------------------------------------------------------- one data point
@@ -214,9 +204,8 @@ def run_point(point: Point, options: PointOptions, timeout_s: float, stop: StopR
     once a stop is requested."""
     argv = point.argv(options)
     try:
-        child = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-        )
+        child = process.start(argv, timeout_s=timeout_s, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
     except OSError as error:
         yield failed_record(point, f"cannot start {point.program.name}: {error.strerror}")
         return
@@ -240,7 +229,7 @@ def _follow(
     started = time.monotonic()
     deadline = started + timeout_s
     exited_at: float | None = None
-    timed_out = False
+    timed_out = was_stopped = False
     selector = selectors.DefaultSelector()
     assert child.stdout and child.stderr
     selector.register(child.stdout, selectors.EVENT_READ, "stdout")
@@ -259,6 +248,7 @@ def _follow(
                     break
             elif now >= deadline:
                 timed_out = True
+                was_stopped = process.stopped(child.pid)
                 break
             wait = _POLL_S if exited_at else min(_POLL_S, deadline - now)
             for key, _ in selector.select(wait):
@@ -279,7 +269,8 @@ def _follow(
     if stop.requested:
         return
     if timed_out:
-        yield failed_record(point, f"timed out after {timeout_s:g} s", stderr=out.stderr_summary())
+        why = " (the program was stopped by a signal, e.g. SIGSTOP, and never continued)" if was_stopped else ""
+        yield failed_record(point, f"timed out after {timeout_s:g} s{why}", stderr=out.stderr_summary())
         return
     if out.stdout.strip():  # a last line without its newline: the program died writing it
         out.stdout += b"\n"
@@ -314,8 +305,10 @@ def _exit_problem(returncode: int, statuses: list[str], last_stderr: str | None)
     None when the exit status agrees with the records (protocol: 0 = records
     emitted, 1 = a failed record emitted, 2 = usage error)."""
     said = f": {last_stderr}" if last_stderr else ""
+    if returncode in (-signal.SIGALRM, -signal.SIGXCPU):
+        return f"killed by {signal_name(-returncode)}: its own time limit ran out (docs/security.md){said}"
     if returncode < 0:
-        return f"killed by {_signal_name(-returncode)}{said}"
+        return f"killed by {signal_name(-returncode)}{said}"
     if returncode == 0 and statuses:
         return None
     if returncode == 1 and "failed" in statuses:

@@ -15,13 +15,14 @@ import json
 import math
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable, Mapping
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from threadlab import stats
 from threadlab.record import RECORD_SCHEMA_ID  # noqa: F401  (the format's id, re-exported)
+
+if TYPE_CHECKING:  # jsonschema is imported where records are validated: `threadlab --help` does not pay for it
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 RECORD_SCHEMA_FILE = "record-1.json"
 
@@ -44,6 +45,8 @@ def record_schema() -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _validator() -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     schema = record_schema()
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
@@ -138,6 +141,8 @@ def record_problems(record: Any) -> list[str]:
         # best_match of a single error descends into oneOf alternatives, so
         # "summary.n is not an integer" is reported rather than "summary is
         # not valid under any of the given schemas".
+        from jsonschema.exceptions import best_match
+
         best = best_match(errors)
         rest = [error for error in errors if error is not best]
         rest.sort(key=lambda error: list(map(str, error.absolute_path)))

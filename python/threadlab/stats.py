@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ def _relative(spread: float | None, mean: float) -> float | None:
 
 def summarize(samples: Sequence[float]) -> Summary:
     """Summary of raw samples (sample standard deviation, ddof = 1)."""
+    import numpy as np
+
     values = np.asarray(samples, dtype=np.float64)
     if values.size == 0:
         raise ValueError("cannot summarise zero samples")
@@ -101,8 +104,8 @@ def record_summary(record: Mapping[str, Any]) -> Summary | None:
 # ------------------------------------------------------------ description
 #
 # Every method below is explained, with its reason and its thresholds, in
-# docs/statistics.md.  scipy is imported where it is used: commands that
-# only list or show runs do not pay for it.
+# docs/statistics.md.  numpy and scipy are imported where they are used:
+# `threadlab --help` and the commands that only list runs do not pay for them.
 
 CONFIDENCE = 0.95
 # Below this many timings on a side, a comparison carries a warning: the
@@ -125,6 +128,8 @@ def _scipy() -> Any:
 
 
 def _array(samples: Sequence[float]) -> np.ndarray:
+    import numpy as np
+
     values = np.asarray(samples, dtype=np.float64)
     if values.size == 0:
         raise ValueError("no samples")
@@ -174,6 +179,8 @@ def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> Inter
     sorted sample, with the largest j whose binomial coverage
     1 - 2·P(Bin(n, 1/2) <= j-1) is at least `confidence`.  Below n = 6 no j
     reaches 95%: the interval is then [min, max] with its (lower) coverage."""
+    import numpy as np
+
     values = np.sort(_array(samples))
     n = values.size
     j, coverage = 1, 1.0 - 2.0 * 0.5**n
@@ -188,6 +195,8 @@ def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> Inter
 
 def interquartile_mean(samples: Sequence[float]) -> float:
     """Mean of the middle half: floor(n/4) values cut from each end."""
+    import numpy as np
+
     values = np.sort(_array(samples))
     cut = values.size // 4
     return float(values[cut : values.size - cut].mean())
@@ -195,6 +204,8 @@ def interquartile_mean(samples: Sequence[float]) -> float:
 
 def mad(samples: Sequence[float]) -> float:
     """Median absolute deviation from the median (unscaled)."""
+    import numpy as np
+
     values = _array(samples)
     return float(np.median(np.abs(values - np.median(values))))
 
@@ -203,6 +214,8 @@ def modified_z_scores(samples: Sequence[float]) -> np.ndarray:
     """0.6745·(x - median)/MAD (Iglewicz-Hoaglin).  When MAD is 0 (more than
     half the values equal), (x - median)/(1.2533·mean absolute deviation);
     all zeros when every value is the same."""
+    import numpy as np
+
     values = _array(samples)
     median = np.median(values)
     deviations = values - median
@@ -218,6 +231,8 @@ def modified_z_scores(samples: Sequence[float]) -> np.ndarray:
 def outliers(samples: Sequence[float], threshold: float = OUTLIER_THRESHOLD) -> tuple[int, int]:
     """(low, high): how many values have a modified z-score below -threshold
     and above +threshold.  Counted and shown, never removed."""
+    import numpy as np
+
     z = modified_z_scores(samples)
     return int(np.sum(z < -threshold)), int(np.sum(z > threshold))
 
@@ -225,6 +240,8 @@ def outliers(samples: Sequence[float], threshold: float = OUTLIER_THRESHOLD) -> 
 def ecdf(samples: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     """The empirical CDF: the distinct values, ascending, and the fraction
     of samples at or below each."""
+    import numpy as np
+
     values, counts = np.unique(_array(samples), return_counts=True)
     return values, np.cumsum(counts) / counts.sum()
 
@@ -259,6 +276,8 @@ class Description:
 
 
 def describe(samples: Sequence[float], confidence: float = CONFIDENCE) -> Description:
+    import numpy as np
+
     values = _array(samples)
     low, high = outliers(values)
     spread = mad(values)
@@ -326,6 +345,8 @@ def mann_whitney_test(a: Sequence[float], b: Sequence[float]) -> TestResult | No
     method: the exact distribution when both sides have at most 8 values
     and no ties, else the normal approximation with tie correction and
     continuity correction."""
+    import numpy as np
+
     x, y = _array(a), _array(b)
     if np.all(np.concatenate([x, y]) == x[0]):
         return TestResult("mann-whitney", x.size * y.size / 2.0, 1.0)
@@ -343,6 +364,8 @@ def median_se(samples: Sequence[float]) -> float | None:
     order statistics x(c) and x(n-c+1), c = round((n+1)/2 - √n) (at least
     1), bound an exact binomial interval of level 1 - 2·P(Bin(n, 1/2) <= c-1);
     its width over 2·z of that level is the standard error.  None for n < 2."""
+    import numpy as np
+
     values = np.sort(_array(samples))
     n = values.size
     if n < 2:
@@ -363,6 +386,8 @@ def ratio_of_medians(
     are positive, the log standard errors come from the raw ones by the
     delta method (se/median).  The ratio is None when a median is <= 0;
     the interval None when a side has fewer than 2 values."""
+    import numpy as np
+
     x, y = _array(a), _array(b)
     ma, mb = float(np.median(x)), float(np.median(y))
     if ma <= 0 or mb <= 0:
@@ -416,6 +441,8 @@ def compare_samples(a: Sequence[float], b: Sequence[float], alpha: float = 0.05,
     when that test's p < alpha AND the (1 - alpha) interval of the ratio of
     medians excludes 1; the direction is then the ratio's side of 1.
     Samples smaller than SMALL_SAMPLE carry a warning."""
+    import numpy as np
+
     if test not in TESTS:
         raise ValueError(f"unknown test {test!r}; expected one of {', '.join(TESTS)}")
     if not 0 < alpha < 1:

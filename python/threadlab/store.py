@@ -8,6 +8,10 @@ Guarantees (docs/store.md):
   write the same store at once.
 - PRAGMA user_version is the store's format; MIGRATIONS brings an older
   file forward in one transaction, and a newer file is refused.
+- PRAGMA application_id marks the file as a threadlab store: an SQLite
+  database of another program is refused, never given threadlab's tables.
+- Reading commands open the file read-only (SQLite's mode=ro): a store on
+  a read-only file system, or one the user may only read, can be read.
 - A run still marked 'running' whose process is gone is reported as
   'incomplete' (the row is left as is: reading never writes).
 """
@@ -18,20 +22,28 @@ import json
 import os
 import socket
 import sqlite3
+import urllib.parse
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from threadlab import stats
 from threadlab.errors import ThreadlabError, UserError
+from threadlab.sanitize import printable
 
 DB_ENV = "THREADLAB_DB"
 BUSY_TIMEOUT_MS = 30_000
 RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 # Words that name a run without being its number or name.
 LATEST_WORDS = ("latest", "last")
+# PRAGMA application_id of a threadlab store: "TLAB" in ASCII.
+APPLICATION_ID = 0x544C4142
+# Formats written before stores carried the application id: a file of one
+# of them with threadlab's tables is a threadlab store.
+UNMARKED_FORMATS = (1, 2)
+# The largest run number SQLite can hold (a signed 64-bit integer).
+MAX_RUN_ID = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         # imported_at, file, header (false: bare records, metadata synthesized),
         # original_id.
         ("ALTER TABLE runs ADD COLUMN origin TEXT",),
+    ),
+    Migration(
+        3,
+        "why a run stopped before its plan",
+        # NULL: it ran to its end (or is still running).  Otherwise a
+        # sentence: the signal that interrupted it, the output that closed.
+        ("ALTER TABLE runs ADD COLUMN stop_reason TEXT",),
     ),
 )
 STORE_FORMAT = len(MIGRATIONS)
@@ -192,6 +211,7 @@ class RunInfo:
     counts: dict[str, int] = field(default_factory=dict)
     origin: dict[str, Any] | None = None  # None: measured here; else how it was imported
     record_schema: str = "threadlab.record/1"
+    stop_reason: str | None = None  # why it stopped before its plan (None: it did not)
 
     @property
     def display_status(self) -> str:
@@ -209,8 +229,11 @@ class RunInfo:
 
 _RUN_COLUMNS = (
     "id, name, status, started_at, finished_at, hostname, machine_id, pid, process_key, "
-    "threadlab_version, command, options, catalog, environment, points_planned, origin, record_schema"
+    "threadlab_version, command, options, catalog, environment, points_planned, record_schema"
 )
+# Columns added by a migration, with the format that added them: a store
+# read without migrating it (read-only) shows them as NULL.
+_LATER_RUN_COLUMNS = (("origin", 2), ("stop_reason", 3))
 
 
 def _run_from_row(row: sqlite3.Row) -> RunInfo:
@@ -232,34 +255,133 @@ def _run_from_row(row: sqlite3.Row) -> RunInfo:
         points_planned=row["points_planned"],
         origin=json.loads(row["origin"]) if row["origin"] else None,
         record_schema=row["record_schema"],
+        stop_reason=row["stop_reason"],
     )
 
 
 class Store:
-    """One open store.  Use as a context manager, or call close()."""
+    """One open store.  Use as a context manager, or call close().
 
-    def __init__(self, path: Path, create: bool = True) -> None:
+    create: make the file (and its directory) when it is missing; else a
+    missing file raises NoStore.  readonly: open it with SQLite's mode=ro,
+    for commands that only read (a read-only store can be read; nothing is
+    migrated or written)."""
+
+    def __init__(self, path: Path, create: bool = True, readonly: bool = False) -> None:
         self.path = Path(path)
-        if not create and not self.path.exists():
+        self.readonly = readonly
+        try:
+            exists = self.path.exists()
+        except OSError as error:  # a directory on the way that the user may not search
+            raise UserError(f"--db {self.path}: cannot reach it: {error.strerror}") from None
+        if not exists and (readonly or not create):
             raise NoStore(self.path)
-        if create:
+        if exists and not readonly:
+            problem = _unwritable(self.path)
+            if problem:
+                raise UserError(
+                    f"--db {self.path}: the store is read-only here ({problem}); the commands that only read it "
+                    "work (runs, show, export, report, compare); this one writes to it"
+                )
+        if not exists:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as error:
                 raise UserError(f"--db {self.path}: cannot create its directory: {error.strerror}") from None
         try:
-            # isolation_level=None: transactions are explicit (_transaction),
-            # so the sqlite3 module never opens one behind our back.
-            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-            self._db.row_factory = sqlite3.Row
-            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._db.execute("PRAGMA foreign_keys = ON")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._migrate()
+            self._db = self._connect()
+            self._columns = _RUN_COLUMNS
+            self.empty = self._identify()
+            if self.empty and readonly:
+                self._db.close()
+                raise NoStore(self.path)
+            if not readonly:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                self._migrate()
+            self._columns = self._run_columns()
         except sqlite3.OperationalError as error:  # cannot open, locked past the busy timeout, ...
-            raise ThreadlabError(f"--db {self.path}: cannot open the store: {error}") from None
+            raise ThreadlabError(f"--db {self.path}: cannot open the store: {_sqlite_reason(error)}") from None
         except sqlite3.DatabaseError as error:  # "file is not a database"
             raise UserError(f"--db {self.path}: not a usable threadlab store ({error})") from None
+
+    def _connect(self) -> sqlite3.Connection:
+        # isolation_level=None: transactions are explicit (_transaction),
+        # so the sqlite3 module never opens one behind our back.
+        options: dict[str, Any] = {"timeout": BUSY_TIMEOUT_MS / 1000, "isolation_level": None}
+        if not self.readonly:
+            db = sqlite3.connect(self.path, **options)
+        else:
+            uri = "file:" + urllib.parse.quote(str(self.path.absolute())) + "?mode=ro"
+            db = sqlite3.connect(uri, uri=True, **options)
+            try:
+                db.execute("PRAGMA user_version").fetchone()
+            except sqlite3.OperationalError as error:
+                # A WAL store in a directory we cannot write (or on a
+                # read-only file system), with no -shm file: SQLite cannot
+                # set up the shared memory.  With no -wal file either, the
+                # database file is all there is, and it is read as immutable.
+                code = getattr(error, "sqlite_errorcode", 0) & 0xFF
+                if code not in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+                    raise
+                db.close()
+                if _has_wal(self.path):
+                    raise ThreadlabError(
+                        f"--db {self.path}: cannot read the store: its -wal file holds writes not yet in the "
+                        "store and SQLite cannot set up its -shm file here (a directory or file system it may "
+                        "not write); open it once with write access, or copy the store with its -wal file"
+                    ) from None
+                db = sqlite3.connect(uri + "&immutable=1", uri=True, **options)
+        db.row_factory = sqlite3.Row
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        db.execute("PRAGMA foreign_keys = ON")
+        return db
+
+    def _identify(self) -> bool:
+        """Refuses a database that is not a threadlab store; True when the
+        file is empty (a new store)."""
+        application_id = int(self._db.execute("PRAGMA application_id").fetchone()[0])
+        version = self.format_version
+        tables = [row[0] for row in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        )]
+        if application_id == APPLICATION_ID:
+            if version > len(MIGRATIONS):
+                raise UserError(
+                    f"--db {self.path}: store format {version} was written by a newer threadlab "
+                    f"(this one reads formats up to {len(MIGRATIONS)}); upgrade threadlab"
+                )
+            return False
+        if application_id == 0 and version == 0 and not tables:
+            objects = self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+            if not objects:
+                return True
+        if application_id == 0 and version in UNMARKED_FORMATS and self._has_threadlab_tables():
+            return False  # a store from before the application id
+        if application_id:
+            what = f"its application_id is {application_id:#010x}, not threadlab's {APPLICATION_ID:#010x}"
+        elif tables:
+            shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+            what = f"it holds the tables {shown}"
+        else:
+            what = f"its user_version is {version}"
+        raise UserError(
+            f"--db {self.path}: not a threadlab store: an SQLite database of another program ({what}); threadlab "
+            "leaves it as it is: give the path of a threadlab store, or of a new file"
+        )
+
+    def _has_threadlab_tables(self) -> bool:
+        def columns(table: str) -> set[str]:
+            return {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+
+        return {"id", "status", "process_key", "points_planned", "environment"} <= columns("runs") and \
+            {"run_id", "seq", "point", "record", "checks_failed"} <= columns("records")
+
+    def _run_columns(self) -> str:
+        """The runs columns to select: one a migration added that this file
+        lacks (an older store read without migrating) reads as NULL."""
+        version = self.format_version
+        later = [name if version >= added else f"NULL AS {name}" for name, added in _LATER_RUN_COLUMNS]
+        return ", ".join([_RUN_COLUMNS, *later])
 
     def close(self) -> None:
         self._db.close()
@@ -275,6 +397,8 @@ class Store:
         """A write transaction.  IMMEDIATE takes the write lock at once, so
         two writers queue on the busy timeout instead of one failing with
         'database is locked' when it tries to upgrade a read lock."""
+        if self.readonly:
+            raise ValueError("a write on a store opened read-only")
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
@@ -293,7 +417,7 @@ class Store:
 
     def _migrate(self) -> None:
         latest = len(MIGRATIONS)
-        if self.format_version == latest:
+        if self.format_version == latest and not self.empty:
             return
         with self._transaction() as db:
             version = self.format_version  # again, under the lock: another process may have migrated
@@ -311,8 +435,11 @@ class Store:
                         f"--db {self.path}: migrating the store to format {migration.version} "
                         f"({migration.description}) failed: {error}; the store is unchanged"
                     ) from None
-            # user_version lives in the database header: it commits with the tables.
+            # user_version and application_id live in the database header:
+            # they commit with the tables.
             db.execute(f"PRAGMA user_version = {latest}")
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        self.empty = False
 
     # -------------------------------------------------------------- runs
 
@@ -374,6 +501,8 @@ class Store:
 
     @staticmethod
     def _insert_record(db: sqlite3.Connection, run_id: int, seq: int, point: int, record: Mapping[str, Any]) -> None:
+        from threadlab import stats  # numpy: only commands that store records pay for it
+
         summary = stats.record_summary(record)
         failed_checks = sum(1 for check in record.get("checks", []) if not check["ok"])
         db.execute(
@@ -406,12 +535,15 @@ class Store:
             ),
         )
 
-    def finish_run(self, run_id: int, status: str, environment: Mapping[str, Any] | None = None) -> None:
-        """Sets the final status (and the environment with its end-of-run values)."""
+    def finish_run(self, run_id: int, status: str, environment: Mapping[str, Any] | None = None,
+                   stop_reason: str | None = None) -> None:
+        """Sets the final status (and the environment with its end-of-run
+        values, and why the run stopped before its plan, if it did)."""
         if status not in RUN_STATUSES or status == "running":
             raise ValueError(f"not a final run status: {status}")
         with self._transaction() as db:
-            db.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, now_utc(), run_id))
+            db.execute("UPDATE runs SET status = ?, finished_at = ?, stop_reason = ? WHERE id = ?",
+                       (status, now_utc(), stop_reason, run_id))
             if environment is not None:
                 db.execute("UPDATE runs SET environment = ? WHERE id = ?", (_json(dict(environment)), run_id))
 
@@ -426,8 +558,9 @@ class Store:
             with self._transaction() as db:
                 cursor = db.execute(
                     """INSERT INTO runs (name, status, started_at, finished_at, hostname, machine_id, pid, process_key,
-                       threadlab_version, record_schema, command, options, catalog, environment, points_planned, origin)
-                       VALUES (?, ?, ?, ?, ?, ?, 0, 'imported', ?, ?, ?, ?, ?, ?, ?, ?)""",
+                       threadlab_version, record_schema, command, options, catalog, environment, points_planned, origin,
+                       stop_reason)
+                       VALUES (?, ?, ?, ?, ?, ?, 0, 'imported', ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                     (
                         name,
                         run["status"],
@@ -443,6 +576,7 @@ class Store:
                         _json(dict(run["environment"])),
                         int(run["points_planned"]),
                         _json(dict(origin)),
+                        run.get("stop_reason"),
                     ),
                 )
                 run_id = int(cursor.lastrowid)
@@ -499,7 +633,7 @@ class Store:
         return counts
 
     def _runs_where(self, where: str, args: tuple[Any, ...] = (), limit: int | None = None) -> list[RunInfo]:
-        sql = f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY id DESC"
+        sql = f"SELECT {self._columns} FROM runs {where} ORDER BY id DESC"
         if limit:
             sql += f" LIMIT {int(limit)}"
         runs = [_run_from_row(row) for row in self._db.execute(sql, args)]
@@ -517,17 +651,19 @@ class Store:
         text = ref.strip()
         if text.lower() in LATEST_WORDS:
             found = self._runs_where("", (), 1)
-        elif text.isdigit():
-            found = self._runs_where("WHERE id = ?", (int(text),))
+        elif text.isdecimal():
+            number = int(text)  # beyond SQLite's integers: no run has it
+            found = self._runs_where("WHERE id = ?", (number,)) if number <= MAX_RUN_ID else []
         else:
             found = self._runs_where("WHERE name = ?", (text,))
         if found:
             return found[0]
         total = self._db.execute("SELECT COUNT(*), MIN(id), MAX(id) FROM runs").fetchone()
+        shown = printable(ref)
         if total[0] == 0:
-            raise UserError(f"no run '{ref}': the store {self.path} has no runs yet (start one with `threadlab bench`)")
+            raise UserError(f"no run '{shown}': the store {self.path} has no runs yet (start one with `threadlab bench`)")
         raise UserError(
-            f"no run '{ref}' in {self.path}; RUN is a run number ({total[1]}..{total[2]}), "
+            f"no run '{shown}' in {self.path}; RUN is a run number ({total[1]}..{total[2]}), "
             "a run name, or 'latest' (see `threadlab runs`)"
         )
 
@@ -545,11 +681,47 @@ class NoStore(UserError):
         self.path = path
 
 
+def _unwritable(path: Path) -> str | None:
+    """Why this process cannot write the store (and the files SQLite keeps
+    beside it), or None."""
+    directory = path.absolute().parent
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return "a read-only file system"
+    except OSError:
+        pass
+    if not os.access(path, os.W_OK, effective_ids=True):
+        return "no write permission on the file"
+    if not os.access(directory, os.W_OK, effective_ids=True):
+        return f"no write permission on its directory {directory}"
+    return None
+
+
+def _has_wal(path: Path) -> bool:
+    try:
+        return os.path.getsize(f"{path}-wal") > 0
+    except OSError:
+        return False
+
+
+def _is_readonly_error(error: sqlite3.Error) -> bool:
+    return (getattr(error, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_READONLY
+
+
+def _sqlite_reason(error: sqlite3.Error) -> str:
+    if _is_readonly_error(error):
+        return f"{error} (the store or its directory is read-only; reading commands work)"
+    return str(error)
+
+
 def validate_run_name(name: str) -> str:
     """A --name that can never be mistaken for a run number or 'latest'."""
     text = name.strip()
     if not text or len(text) > 100:
-        raise UserError(f"--name {name!r}: expected 1 to 100 characters")
+        raise UserError(f"--name {printable(name)!r}: expected 1 to 100 characters")
+    if printable(text) != text:
+        raise UserError(f"--name {printable(text)}: a name cannot hold control characters (escape sequences, "
+                        "line breaks, tabs)")
     if text.isdigit() or text.lower() in LATEST_WORDS:
         raise UserError(f"--name {name}: a name cannot be a number or one of {', '.join(LATEST_WORDS)} (they name runs already)")
     return text

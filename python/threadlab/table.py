@@ -14,20 +14,19 @@ side by side, and says so when they disagree.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import math
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import IO, Any, Iterable, Mapping, Sequence
-
-from rich import box
-from rich.cells import cell_len
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import IO, TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from threadlab import stats
 from threadlab.units import format_relative, format_value, is_time_unit, to_ns
+
+if TYPE_CHECKING:  # rich is imported when a table is printed: `threadlab --help` does not pay for it
+    from rich.console import Console
+    from rich.text import Text
 
 PLACEMENT_ORDER: tuple[str, ...] = ("none", "unbound", "same-cpu", "different-cpus")
 PLACEMENT_HEADERS: dict[str, str] = {
@@ -50,6 +49,7 @@ class _TrimmedLines:
     table's width, which is noise in a log or a diff."""
 
     def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
         self._stream = stream
         self._pending = ""
         self.encoding = getattr(stream, "encoding", "utf-8")
@@ -68,13 +68,44 @@ class _TrimmedLines:
         return False
 
 
+@functools.lru_cache(maxsize=1)
+def _console_class() -> type[Console]:
+    """rich's Console, made safe for stored text and closed pipes."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    from threadlab.output import OutputClosed
+    from threadlab.sanitize import printable_lines
+
+    class SafeConsole(Console):
+        """Every table, listing and message printed through it: the text of
+        each segment (run names, hostnames, reasons: data) has its control
+        characters written as visible escapes, so stored text cannot send
+        escape sequences to the terminal (docs/security.md).  rich's own
+        styles and cursor moves are separate segments and pass as they are."""
+
+        def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+            safe = (segment if segment.control else Segment(printable_lines(segment.text), segment.style)
+                    for segment in buffer)
+            return super()._render_buffer(safe)
+
+        def on_broken_pipe(self) -> None:
+            # rich's default exits with status 1 in silence: say why instead.
+            self.quiet = True
+            stream = getattr(self.file, "stream", self.file)
+            raise OutputClosed("standard error" if stream is sys.stderr else "standard output")
+
+    return SafeConsole
+
+
 def make_console(file: IO[str] | None = None) -> Console:
     """A console for tables: the terminal's width, or a wide plain layout."""
+    console_class = _console_class()
     stream = file if file is not None else sys.stdout
-    console = Console(file=stream, highlight=False, soft_wrap=False)
+    console = console_class(file=stream, highlight=False, soft_wrap=False)
     if not console.is_terminal:
         width = int(os.environ.get("COLUMNS", "0") or 0) or _PLAIN_WIDTH
-        console = Console(file=_TrimmedLines(stream), highlight=False, soft_wrap=False, width=width)  # type: ignore[arg-type]
+        console = console_class(file=_TrimmedLines(stream), highlight=False, soft_wrap=False, width=width)  # type: ignore[arg-type]
     return console
 
 
@@ -275,6 +306,10 @@ def _print_fitted(console: Console, headers: Sequence[tuple[str, str]], rows: Se
     squeezes the numbers to fit a long last column.)  On a terminal too
     narrow even for the numbers, the lines are longer than the terminal:
     wrapped by it, but nothing is dropped."""
+    from rich import box
+    from rich.cells import cell_len
+    from rich.table import Table
+
     widths = [
         max([cell_len(header)] + [row[i].cell_len for row in rows]) for i, (header, _) in enumerate(headers)
     ]
@@ -303,8 +338,10 @@ def render_results(
     title: str = "Results",
 ) -> None:
     """The results table, its footnotes and the context-switch section."""
+    from rich.text import Text
+
     if not records:
-        console.print(f"{title}: no data points were measured.")
+        console.print(f"{title}: no data points were measured.", markup=False)
         return
     model = build_table(records, catalog)
     # The title on a line of its own: as a table title rich would wrap it
@@ -332,6 +369,8 @@ def render_results(
 
 
 def _render_context_switch(console: Console, section: ContextSwitchSection) -> None:
+    from rich.text import Text
+
     console.print(Text("Context switch by method (one CPU)", style="bold"))
     headers = [("method", "left"), ("placement", "left"), ("mean", "right"), ("median", "right"), ("one sample is", "left")]
     rows = [

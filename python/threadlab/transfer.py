@@ -7,28 +7,30 @@ reads that, or bare records as `bench --json` and `show --json` write them
 (then it synthesizes the run's metadata and says so).  Everything is
 validated before anything is written, and the whole run goes in as one
 transaction: a bad file is refused with its line number and the reason,
-and the store is left as it was.
+and the store is left as it was.  A file is read line by line within
+documented limits (IMPORT_LIMITS, docs/commands/import.md), checked as it
+is read: a huge or hostile file is refused before it fills the memory.
+
+CSV and Markdown exports neutralise stored text (threadlab.sanitize):
+formulas in CSV cells, HTML, links and images in Markdown.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import json
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from typing import IO, Any, Iterator, Mapping, Sequence
 
 from threadlab import __version__, environment, schema, stats
 from threadlab.errors import UserError
 from threadlab.points import canonical_params, describe_points, failed_checks, placement_text
+from threadlab.sanitize import CsvWriter, markdown, markdown_code, printable
 from threadlab.store import RUN_STATUSES, RunInfo, Store, now_utc, validate_run_name
 from threadlab.units import format_value
 
@@ -66,6 +68,7 @@ def run_header(run: RunInfo, points: Sequence[int]) -> dict[str, Any]:
         "records": len(points),
         "points": list(points),
         "origin": run.origin,
+        "stop_reason": run.stop_reason,
         "exported_at": now_utc(),
         "exported_by": f"threadlab {__version__}",
     }
@@ -82,9 +85,10 @@ def _number(value: float | None) -> str | float:
 
 
 def export_csv(run: RunInfo, records: Sequence[Mapping[str, Any]]) -> str:
-    """One row per record: identity, status and every statistic."""
+    """One row per record: identity, status and every statistic; numbers as
+    numbers, text neutralised against formulas (sanitize.CsvWriter)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = CsvWriter(out)
     writer.writerow(CSV_COLUMNS)
     for record in records:
         d = stats.record_description(record)
@@ -108,10 +112,6 @@ def export_csv(run: RunInfo, records: Sequence[Mapping[str, Any]]) -> str:
     return out.getvalue()
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def interval_text(low: float | None, high: float | None, unit: str) -> str:
     if low is None or high is None:
         return ""
@@ -119,17 +119,23 @@ def interval_text(low: float | None, high: float | None, unit: str) -> str:
 
 
 def export_markdown(run: RunInfo, records: Sequence[Mapping[str, Any]]) -> str:
-    lines = [f"# threadlab {run.label}", ""]
-    lines.append(f"- status: {run.display_status}")
-    lines.append(f"- started: {run.started_at} (UTC) on {run.hostname} (machine {run.machine_id})")
-    lines.append(f"- command: `{' '.join(run.command)}`")
+    """A Markdown page of the run.  Every stored text goes through
+    sanitize.markdown (or markdown_code): a run name, a hostname or a
+    reason cannot open HTML, a link or an image on a rendered page."""
+    md = markdown
+    lines = [f"# threadlab {md(run.label)}", ""]
+    lines.append(f"- status: {md(run.display_status)}")
+    if run.stop_reason:
+        lines.append(f"- stopped: {md(run.stop_reason)}")
+    lines.append(f"- started: {md(run.started_at)} (UTC) on {md(run.hostname)} (machine {md(run.machine_id)})")
+    lines.append(f"- command: {markdown_code(' '.join(run.command))}")
     if run.origin:
-        lines.append(f"- imported from {run.origin.get('file')} at {run.origin.get('imported_at')}")
+        lines.append(f"- imported from {md(run.origin.get('file'))} at {md(run.origin.get('imported_at'))}")
     for label, text in environment.describe(run.environment):
-        lines.append(f"- {label}: {text}")
+        lines.append(f"- {md(label)}: {md(text)}")
     warnings = run.environment.get("warnings") or []
     if warnings:
-        lines += ["", "**Warnings**", ""] + [f"- {w}" for w in warnings]
+        lines += ["", "**Warnings**", ""] + [f"- {md(w)}" for w in warnings]
     lines += [
         "",
         "| benchmark | placement | median [95% CI] | mean ± 95% CI | n | outliers | notes |",
@@ -154,8 +160,8 @@ def export_markdown(run: RunInfo, records: Sequence[Mapping[str, Any]]) -> str:
         n = str(d.n) if d else ""
         out = f"{d.outliers_low}↓ {d.outliers_high}↑" if d and d.outliers else ("0" if d else "")
         lines.append(
-            f"| {_md(point.label)} | {placement_text(record['placement'])} | {median} | {mean} | {n} | {out} | "
-            f"{_md('; '.join(notes))} |"
+            f"| {md(point.label)} | {md(placement_text(record['placement']))} | {md(median)} | {md(mean)} | {n} | "
+            f"{out} | {md('; '.join(notes))} |"
         )
     lines += ["", f"Exported by threadlab {__version__} at {now_utc()}; statistics as in docs/statistics.md."]
     return "\n".join(lines) + "\n"
@@ -165,7 +171,9 @@ def export_markdown(run: RunInfo, records: Sequence[Mapping[str, Any]]) -> str:
 
 
 @lru_cache(maxsize=1)
-def _run_validator() -> Draft202012Validator:
+def _run_validator() -> Any:
+    from jsonschema import Draft202012Validator
+
     text = resources.files("threadlab").joinpath("schema", RUN_SCHEMA_FILE).read_text("utf-8")
     run_schema = json.loads(text)
     Draft202012Validator.check_schema(run_schema)
@@ -175,18 +183,28 @@ def _run_validator() -> Draft202012Validator:
 def header_problems(header: Mapping[str, Any]) -> list[str]:
     errors = list(_run_validator().iter_errors(header))
     if errors:
+        from jsonschema.exceptions import best_match
+
         # As schema.record_problems: best_match of the single best error
         # descends into oneOf alternatives.
         return [schema._describe(best_match([best_match(errors)]))]
     problems = []
+    times: dict[str, datetime] = {}
     for key in ("started_at", "finished_at"):
         value = header.get(key)
         if value is None:
             continue
         try:
-            datetime.fromisoformat(value)
+            times[key] = datetime.fromisoformat(value)
         except ValueError:
             problems.append(f"field '{key}': {value!r} is not an ISO 8601 time")
+    if len(times) == 2:
+        started, finished = times["started_at"], times["finished_at"]
+        if (started.tzinfo is None) != (finished.tzinfo is None):
+            problems.append("fields 'started_at' and 'finished_at': one has a time zone and the other not")
+        elif finished < started:
+            problems.append(f"field 'finished_at': {header['finished_at']} is before started_at "
+                            f"{header['started_at']}")
     if header["record_schema"] != schema.RECORD_SCHEMA_ID:
         problems.append(
             f"field 'record_schema': the run's records are {header['record_schema']!r}; this threadlab reads "
@@ -206,6 +224,7 @@ class ImportPlan:
     points: list[int]
     origin: dict[str, Any]
     synthesized: bool
+    source: str = ""  # the file's name as given ('<stdin>' for -)
 
 
 class ImportError_(UserError):  # noqa: N801 - not the builtin ImportError
@@ -232,19 +251,117 @@ def _bare_points(records: Sequence[Mapping[str, Any]]) -> list[int]:
     return points
 
 
-def read_import(text: str, source: str, host: str | None = None) -> ImportPlan:
-    """Parses and validates a whole file; raises UserError naming the line."""
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+@dataclass(frozen=True)
+class ImportLimits:
+    """What `threadlab import` accepts (docs/commands/import.md).  A real
+    run is far inside them: a record of 100,000 timings (the most `bench`
+    takes) is about 2 MB, a default run a few MB, a study's run a few
+    thousand records."""
+
+    line_bytes: int = 8 * 1024 * 1024
+    total_bytes: int = 64 * 1024 * 1024
+    records: int = 100_000
+    depth: int = 32  # nesting of objects and arrays in one line
+    integer_digits: int = 19  # SQLite's integers are 64-bit: |n| < 2^63
+
+
+IMPORT_LIMITS = ImportLimits()
+_MIB = 1024 * 1024
+
+
+class _BadLine(ValueError):
+    """A line refused while it is parsed (the message says why)."""
+
+
+def _integer(text: str) -> int:
+    """json's parse_int: an integer SQLite can store, or the line is refused
+    (Python would otherwise spend its time on a 100,000-digit number)."""
+    digits = text.lstrip("-")
+    value = int(text) if len(digits) <= IMPORT_LIMITS.integer_digits else None
+    if value is None or not -(2**63) <= value < 2**63:
+        shown = text if len(text) <= 24 else f"{text[:20]}... ({len(digits)} digits)"
+        raise _BadLine(f"the integer {shown} is out of range (accepted: -2^63 to 2^63-1)")
+    return value
+
+
+def _check_value(value: Any) -> None:
+    """The nesting depth and the text of a parsed line: at most
+    IMPORT_LIMITS.depth levels, and no lone surrogate (\\udc00 is valid
+    JSON but not Unicode text: the store could not write it)."""
+    pending: list[tuple[Any, int, str]] = [(value, 1, "")]
+    while pending:
+        item, depth, path = pending.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as error:
+                where = f"field '{path}': " if path else ""
+                raise _BadLine(f"{where}a lone surrogate \\u{ord(item[error.start]):04x} is not Unicode text") from None
+            continue
+        if not isinstance(item, (dict, list)):
+            continue
+        if depth > IMPORT_LIMITS.depth:
+            raise _BadLine(f"nested deeper than {IMPORT_LIMITS.depth} levels (the limit of a line)")
+        if isinstance(item, dict):
+            for key, child in item.items():
+                inner = f"{path}.{key}" if path else str(key)
+                pending.append((key, depth, path))
+                pending.append((child, depth + 1, inner))
+        else:
+            pending += [(child, depth + 1, f"{path}[{index}]") for index, child in enumerate(item)]
+
+
+def _parse_line(line: str) -> Any:
+    try:
+        value = json.loads(line, parse_int=_integer)
+    except RecursionError:
+        raise _BadLine(f"nested deeper than {IMPORT_LIMITS.depth} levels (the limit of a line)") from None
+    except json.JSONDecodeError as error:
+        raise _BadLine(f"not JSON: {error.msg} at column {error.colno}") from None
+    except ValueError as error:  # _BadLine from _integer, or a number Python refuses
+        raise _BadLine(str(error) if isinstance(error, _BadLine) else f"not JSON: {error}") from None
+    _check_value(value)
+    return value
+
+
+def _lines(stream: IO[bytes], source: str, digest: Any) -> Iterator[tuple[int, str]]:
+    """(number, text) of each line, checked as it is read: its length, the
+    total size, UTF-8."""
+    total = 0
+    number = 0
+    while True:
+        raw = stream.readline(IMPORT_LIMITS.line_bytes + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > IMPORT_LIMITS.line_bytes:
+            raise _refuse(source, number, f"longer than {IMPORT_LIMITS.line_bytes // _MIB} MiB (the limit of a line)")
+        total += len(raw)
+        if total > IMPORT_LIMITS.total_bytes:
+            raise _refuse(source, number, f"the file is larger than {IMPORT_LIMITS.total_bytes // _MIB} MiB "
+                                          "(the limit of an import)")
+        digest.update(raw)
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise _refuse(source, number, f"not UTF-8 text ({error.reason} at byte {error.start + 1} of the line)") \
+                from None
+
+
+def read_import(stream: IO[bytes], source: str, host: str | None = None) -> ImportPlan:
+    """Reads, parses and validates a whole file within IMPORT_LIMITS;
+    raises UserError naming the line."""
+    digest = hashlib.sha256()
     header: dict[str, Any] | None = None
     header_line = 0
     records: list[dict[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in _lines(stream, source, digest):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise _refuse(source, number, f"not JSON: {error.msg} at column {error.colno}") from None
+            value = _parse_line(line)
+        except _BadLine as error:
+            raise _refuse(source, number, str(error)) from None
         if not isinstance(value, dict):
             raise _refuse(source, number, f"expected a JSON object, got {type(value).__name__}")
         kind = value.get("schema")
@@ -258,13 +375,16 @@ def read_import(text: str, source: str, host: str | None = None) -> ImportPlan:
                 raise _refuse(source, number, "run header: " + "; ".join(problems))
             header, header_line = value, number
             continue
+        if len(records) >= IMPORT_LIMITS.records:
+            raise _refuse(source, number, f"more than {IMPORT_LIMITS.records} records (the limit of an import)")
         try:
             records.append(schema.validate_record(value))
         except schema.RecordError as error:
             raise _refuse(source, number, str(error)) from None
     if header is None and not records:
         raise _refuse(source, None, "no records (an empty file)")
-    origin: dict[str, Any] = {"imported_at": now_utc(), "file": source, "sha256": digest, "header": header is not None}
+    origin: dict[str, Any] = {"imported_at": now_utc(), "file": source, "sha256": digest.hexdigest(),
+                              "header": header is not None}
     if header is not None:
         if header["records"] != len(records):
             raise _refuse(
@@ -276,10 +396,10 @@ def read_import(text: str, source: str, host: str | None = None) -> ImportPlan:
         if host:
             run["hostname"] = host
         origin["original_id"] = header.get("id")
-        return ImportPlan(run, records, list(header["points"]), origin, synthesized=False)
+        return ImportPlan(run, records, list(header["points"]), origin, synthesized=False, source=source)
     points = _bare_points(records)
     hostname = host or "unknown"
-    machine = hashlib.sha256((f"host:{host}" if host else f"file:{digest}").encode()).hexdigest()[:16]
+    machine = hashlib.sha256((f"host:{host}" if host else f"file:{origin['sha256']}").encode()).hexdigest()[:16]
     now = now_utc()
     run = {
         "name": None,
@@ -296,7 +416,7 @@ def read_import(text: str, source: str, host: str | None = None) -> ImportPlan:
         "environment": {"warnings": [], "note": "imported from bare records: the environment was not recorded"},
         "points_planned": (points[-1] + 1) if points else 0,
     }
-    return ImportPlan(run, records, points, origin, synthesized=True)
+    return ImportPlan(run, records, points, origin, synthesized=True, source=source)
 
 
 def _duplicate_of(store: Store, plan: ImportPlan) -> RunInfo | None:
@@ -335,20 +455,19 @@ def import_file(store: Store, plan: ImportPlan, name: str | None) -> RunInfo:
     return store.resolve_run(str(run_id))
 
 
-def read_source(path: str) -> tuple[str, str]:
-    """(text, name) of FILE or '-' (standard input)."""
-    import sys
-
+def read_source(path: str, host: str | None = None) -> ImportPlan:
+    """Reads and validates FILE or '-' (standard input) within IMPORT_LIMITS."""
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        return read_import(sys.stdin.buffer, "<stdin>", host)
     try:
-        return Path(path).read_text(encoding="utf-8"), path
+        with open(path, "rb") as stream:
+            return read_import(stream, path, host)
     except FileNotFoundError:
-        raise UserError(f"import {path}: no such file") from None
-    except UnicodeDecodeError as error:
-        raise UserError(f"import {path}: not UTF-8 text ({error.reason} at byte {error.start}); nothing was imported") from None
+        raise UserError(f"import {printable(path)}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"import {printable(path)}: is a directory; give a JSON Lines file") from None
     except OSError as error:
-        raise UserError(f"import {path}: cannot read: {error.strerror}") from None
+        raise UserError(f"import {printable(path)}: cannot read: {error.strerror}") from None
 
 
 def export_text(fmt: str, run: RunInfo, records: Sequence[Mapping[str, Any]], points: Sequence[int]) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from threadlab import process
 from threadlab.errors import ThreadlabError
 
 MINIMUM_FEATURE = 21
@@ -105,7 +106,7 @@ def read_release(home: Path) -> dict[str, str]:
 
 def _version_from_java(java: Path) -> str | None:
     try:
-        done = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30, check=False)
+        done = process.run([java, "-version"], timeout_s=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     match = _VERSION_LINE.search(done.stderr + done.stdout)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from threadlab import process
 from threadlab.native import repository_root
 from threadlab.producers import jdk as jdk_module
 from threadlab.producers import limits as limits_module
@@ -396,10 +397,12 @@ class RunSettings:
 
 def _stream(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, list[str]]:
     """Runs a JVM; its output (both streams) is copied to our stderr line by
-    line, so stdout stays records only; returns (exit status, lines)."""
+    line, so stdout stays records only; returns (exit status, lines).  The
+    JVM dies with this launcher (process.start) and stays in its process
+    group: the point's timeout kills it with the JVMs JMH forks."""
     lines: list[str] = []
-    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, errors="replace", env=env) as child:
+    with process.start(argv, timeout_s=None, own_group=False, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, errors="replace", env=env) as child:
         assert child.stdout
         for line in child.stdout:
             sys.stderr.write(line)

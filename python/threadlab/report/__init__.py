@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import shutil
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from threadlab import __version__, compare, environment, stats
 from threadlab.errors import UserError
+from threadlab.output import Directory, StoreGuard, follow_trusted_link, write_error
 from threadlab.listing import local_time, run_duration
 from threadlab.points import (
     DescribedPoint,
@@ -70,23 +73,67 @@ class ReportResult:
 # --------------------------------------------------------------- directory
 
 
-def prepare_directory(out_dir: Path) -> None:
+@dataclass
+class ReportDirectory:
+    """DIR and DIR/figures, opened once: every file of the report is made
+    inside them without following a link (output.Directory)."""
+
+    root: Directory
+    figures: Directory
+
+    def close(self) -> None:
+        self.figures.close()
+        self.root.close()
+
+
+def prepare_directory(out_dir: Path, store: Path | None = None) -> ReportDirectory:
     """DIR is created, or reused when a previous report wrote it (its old
-    figures are removed); a non-empty directory of something else is refused."""
-    if out_dir.exists():
-        if not out_dir.is_dir():
-            raise UserError(f"-o {out_dir}: exists and is not a directory")
-        if any(out_dir.iterdir()) and not (out_dir / MARKER).exists():
+    figures are removed); a non-empty directory of something else is
+    refused, and so is one of another user or writable by every user.  A
+    link named DIR is followed only when it is the user's or root's; links
+    inside DIR are never followed (docs/security.md, "Output files")."""
+    what = f"-o {out_dir}"
+    path = follow_trusted_link(out_dir, what)
+    try:
+        if not path.exists():
+            path.mkdir(parents=True)
+        elif not path.is_dir():
+            raise UserError(f"{what}: exists and is not a directory")
+    except OSError as error:
+        raise write_error(what, error) from None
+    root = Directory(path, what)
+    try:
+        info = os.fstat(root.fd)
+        if info.st_uid != os.geteuid():
+            raise UserError(f"{what}: the directory belongs to another user (uid {info.st_uid}); threadlab writes a "
+                            "report only into a directory of its own user")
+        if info.st_mode & stat.S_IWOTH:
+            raise UserError(f"{what}: every user may write into the directory (mode {stat.S_IMODE(info.st_mode):04o}); "
+                            "give a directory only you can write")
+        marker = root.lstat(MARKER)
+        if os.listdir(root.fd) and not (marker is not None and stat.S_ISREG(marker.st_mode)):
             raise UserError(
-                f"-o {out_dir}: the directory exists and holds other files; give a new or empty directory "
+                f"{what}: the directory exists and holds other files; give a new or empty directory "
                 "(threadlab only overwrites a directory it wrote a report into)"
             )
-        shutil.rmtree(out_dir / FIGURES_DIR, ignore_errors=True)
-    try:
-        (out_dir / FIGURES_DIR).mkdir(parents=True, exist_ok=True)
-        (out_dir / MARKER).write_text("written by threadlab report\n")
+        guard = StoreGuard(store)
+        for name in ("index.html", MARKER):
+            guard.check(path / name, what)
+        old = root.lstat(FIGURES_DIR)
+        if old is not None and stat.S_ISDIR(old.st_mode):
+            shutil.rmtree(FIGURES_DIR, dir_fd=root.fd)
+        elif old is not None:  # a link or a file where the figures go: removed, never followed
+            os.unlink(FIGURES_DIR, dir_fd=root.fd)
+        os.mkdir(FIGURES_DIR, 0o777, dir_fd=root.fd)
+        figures = root.subdirectory(FIGURES_DIR)
+        root.write(MARKER, "written by threadlab report\n")
     except OSError as error:
-        raise UserError(f"-o {out_dir}: cannot write: {error.strerror}") from None
+        root.close()
+        raise write_error(what, error) from None
+    except BaseException:
+        root.close()
+        raise
+    return ReportDirectory(root, figures)
 
 
 # ---------------------------------------------------------------- grouping
@@ -234,8 +281,8 @@ def detail_table(points: Sequence[DescribedPoint]) -> str:
 
 
 class FigureMaker:
-    def __init__(self, out_dir: Path) -> None:
-        self.out_dir = out_dir / FIGURES_DIR
+    def __init__(self, out_dir: Directory) -> None:
+        self.out_dir = out_dir
         self.made: list[fig.RenderedFigure] = []
         self._names: set[str] = set()
 
@@ -508,9 +555,9 @@ def report_warnings(runs: Sequence[tuple[RunInfo, list[dict[str, Any]]]]) -> lis
 # -------------------------------------------------------------------- page
 
 
-def build_page(runs: Sequence[tuple[RunInfo, list[dict[str, Any]]]], out_dir: Path, alpha: float = 0.05,
+def build_page(runs: Sequence[tuple[RunInfo, list[dict[str, Any]]]], out_dir: ReportDirectory, alpha: float = 0.05,
                test: str = "welch") -> ReportResult:
-    maker = FigureMaker(out_dir)
+    maker = FigureMaker(out_dir.figures)
     first = runs[0][0]
     body: list[str] = []
     nav = [("overview", "Overview")]
@@ -588,6 +635,8 @@ def build_page(runs: Sequence[tuple[RunInfo, list[dict[str, Any]]]], out_dir: Pa
     for run, records in runs:
         facts = [("status", run.display_status), ("started", f"{local_time(run.started_at)} (local time)"),
                  ("command", " ".join(run.command)), ("records", str(len(records)))]
+        if run.stop_reason:
+            facts.insert(1, ("stopped", run.stop_reason))
         if run.origin:
             facts.append(("imported", f"from {run.origin.get('file')} at {run.origin.get('imported_at')}"))
         facts += environment.describe(run.environment)
@@ -600,9 +649,8 @@ def build_page(runs: Sequence[tuple[RunInfo, list[dict[str, Any]]]], out_dir: Pa
     labels = ", ".join(run.label for run, _ in runs)
     subtitle = f"{labels} · {first.display_status} · {local_time(first.started_at)} · {first.hostname}"
     page = html.page("threadlab report", subtitle, nav, "\n".join(body), f"threadlab {__version__}")
-    index = out_dir / "index.html"
-    index.write_text(page, encoding="utf-8")
-    return ReportResult(index, maker.made)
+    out_dir.root.write("index.html", page)
+    return ReportResult(out_dir.root.path / "index.html", maker.made)
 
 
 def comparison_html(pair: compare.PairComparison) -> str:
@@ -623,8 +671,13 @@ def comparison_html(pair: compare.PairComparison) -> str:
 
 
 def write_report(runs: Sequence[tuple[RunInfo, list[dict[str, Any]]]], out_dir: Path, alpha: float = 0.05,
-                 test: str = "welch") -> ReportResult:
+                 test: str = "welch", store: Path | None = None) -> ReportResult:
+    """DIR/index.html and DIR/figures/*.png, each file written whole (a full
+    disk or a Ctrl-C leaves no half file); never over the store."""
     if not runs:
         raise UserError("report: no run to report")
-    prepare_directory(out_dir)
-    return build_page(runs, out_dir, alpha, test)
+    directory = prepare_directory(out_dir, store)
+    try:
+        return build_page(runs, directory, alpha, test)
+    finally:
+        directory.close()

@@ -24,6 +24,7 @@ from matplotlib import rc_context  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from threadlab import stats  # noqa: E402
+from threadlab.output import Directory  # noqa: E402
 from threadlab.points import DescribedPoint, placement_text  # noqa: E402
 from threadlab.units import is_time_unit, scale_time, to_ns  # noqa: E402
 
@@ -46,13 +47,16 @@ class RenderedFigure:
     caption: str = ""
 
 
-def _render(figure: Figure, name: str, title: str, out_dir: Path) -> RenderedFigure:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    png = out_dir / f"{name}.png"
+def _render(figure: Figure, name: str, title: str, out_dir: Directory) -> RenderedFigure:
+    """The figure as inline SVG, and as a PNG file written whole into the
+    report's figures directory (output.Directory: never through a link)."""
+    png = out_dir.path / f"{name}.png"
     with rc_context({"svg.fonttype": "none", "svg.hashsalt": f"threadlab-{name}"}):
         buffer = io.StringIO()
         figure.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")
-        figure.savefig(png, format="png", dpi=PNG_DPI, metadata={"Software": None}, bbox_inches="tight")
+        image = io.BytesIO()
+        figure.savefig(image, format="png", dpi=PNG_DPI, metadata={"Software": None}, bbox_inches="tight")
+    out_dir.write(png.name, image.getvalue())
     svg = _SVG_HEADER.sub("", buffer.getvalue(), count=1)
     # Scale with the page, never beyond the drawn size: keep the viewBox, let
     # CSS size the element (matplotlib writes the size in points).
@@ -125,7 +129,7 @@ def bars_from_points(points: Sequence[DescribedPoint], series_of: Any, row_of: A
     return bars
 
 
-def bar_figure(name: str, title: str, bars: Sequence[Bar], unit: str, out_dir: Path) -> RenderedFigure:
+def bar_figure(name: str, title: str, bars: Sequence[Bar], unit: str, out_dir: Directory) -> RenderedFigure:
     """Horizontal bars of the mean with 95% CI error bars: one group per
     row, one bar per series (placement), log axis across decades."""
     rows = list(dict.fromkeys(bar.row for bar in bars))
@@ -184,7 +188,7 @@ class EcdfLine:
     samples: list[float]
 
 
-def ecdf_figure(name: str, title: str, lines: Sequence[EcdfLine], unit: str, out_dir: Path) -> RenderedFigure:
+def ecdf_figure(name: str, title: str, lines: Sequence[EcdfLine], unit: str, out_dir: Directory) -> RenderedFigure:
     """One step line per series: the fraction of timings at or below x."""
     everything = [v for line in lines for v in line.samples]
     divisor, shown_unit = _display_scale(everything, unit)
@@ -221,7 +225,7 @@ class SpeedupLine:
     high: list[float | None]
 
 
-def speedup_bars(name: str, title: str, lines: Sequence[SpeedupLine], out_dir: Path) -> RenderedFigure:
+def speedup_bars(name: str, title: str, lines: Sequence[SpeedupLine], out_dir: Directory) -> RenderedFigure:
     """Series measured at 1 and one other thread count: one horizontal bar
     per series, the speedup at that count with its interval."""
     figure = Figure(figsize=(8.0, 0.9 + 0.28 * len(lines)))
@@ -245,7 +249,7 @@ def speedup_bars(name: str, title: str, lines: Sequence[SpeedupLine], out_dir: P
     return _render(figure, name, title, out_dir)
 
 
-def speedup_figure(name: str, title: str, lines: Sequence[SpeedupLine], out_dir: Path) -> RenderedFigure:
+def speedup_figure(name: str, title: str, lines: Sequence[SpeedupLine], out_dir: Directory) -> RenderedFigure:
     figure = Figure(figsize=(6.5, 3.6))
     ax = figure.add_subplot()
     _style(ax)
@@ -280,7 +284,7 @@ class TurnaroundLine:
 
 
 def turnaround_figure(name: str, title: str, lines: Sequence[TurnaroundLine], linear: float | None,
-                      out_dir: Path) -> RenderedFigure:
+                      out_dir: Directory) -> RenderedFigure:
     """Mean turnaround against the multiprogramming degree, one line per
     baseline with its 95% interval, on a log time axis (the seed's Fig. 3);
     dashed: k x the dedicated time (turnaround linear in the degree)."""

@@ -29,10 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from threadlab import native, schema, stats
+from threadlab import native, process, schema, stats
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.record import new_record
-from threadlab.runner import StopRequest, kill_group
+from threadlab.process import kill_group
+from threadlab.runner import StopRequest
+from threadlab.sanitize import printable, printable_lines
 
 STUDY = "apps"
 APP_PREFIX = "threadlab-app-"
@@ -305,8 +307,7 @@ def discover_programs(directory: Path | None = None) -> Programs:
 
 def _query(program: Path, *args: str) -> list[str]:
     try:
-        done = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=_QUERY_TIMEOUT_S,
-                              check=False)
+        done = process.run([program, *args], timeout_s=_QUERY_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise ThreadlabError(f"{program.name} {' '.join(args)}: {error}") from None
     if done.returncode != 0:
@@ -339,8 +340,7 @@ def probe_priority(program: Path, level: str) -> str | None:
     """None when this user may run a program at the level; else why not,
     as the program found out applying it (`--probe`)."""
     try:
-        done = subprocess.run([str(program), "--probe", "--priority", priority_argument(level)], capture_output=True,
-                              text=True, timeout=_QUERY_TIMEOUT_S, check=False)
+        done = process.run([program, "--probe", "--priority", priority_argument(level)], timeout_s=_QUERY_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"priority {level}: the probe failed ({error})"
     if done.returncode == 0:
@@ -643,8 +643,8 @@ def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequen
     argv = cell.argv() + list(extra_args)
     started = time.monotonic()
     try:
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 start_new_session=True)
+        child = process.start(argv, timeout_s=timeout_s, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
     except OSError as error:
         return Outcome("failed", f"cannot start {Path(argv[0]).name}: {error.strerror}", {}, 0.0)
     stop.child = child  # type: ignore[assignment]
@@ -724,12 +724,15 @@ class StudyProgress:
         self._next_report = 0.1
 
     def message(self, text: str) -> None:
-        if not self.enabled:
-            return
         if self.live:
-            self.stream.write("\r\x1b[K")
-        self.stream.write(text + "\n")
-        self.stream.flush()
+            self._write("\r\x1b[K")
+        self._write(printable_lines(text) + "\n")
+
+    def _write(self, text: str) -> None:
+        from threadlab.progress import write_or_give_up
+
+        if self.enabled and not write_or_give_up(self.stream, text):
+            self.enabled = self.live = False
 
     def _eta(self) -> str:
         from threadlab.units import format_duration
@@ -746,17 +749,15 @@ class StudyProgress:
         if outcome.kind in ("failed", "wrong"):
             self.message(f"threadlab: {cell.label}: {outcome.kind.upper()}: {outcome.reason}")
         if self.live:
-            text = f"[{self.done:>{width}}/{self.total}] {cell.label}  {self._eta()}"
-            self.stream.write("\r" + text[: max(20, _terminal_width() - 1)] + "\x1b[K")
-            self.stream.flush()
+            text = f"[{self.done:>{width}}/{self.total}] {printable(cell.label)}  {self._eta()}"
+            self._write("\r" + text[: max(20, _terminal_width() - 1)] + "\x1b[K")
         elif self.done >= self._next_report * self.total or self.done == self.total:
             self._next_report += 0.1
             self.message(f"[{self.done:>{width}}/{self.total}] runs done ({self._eta()})")
 
     def close(self) -> None:
         if self.live:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+            self._write("\r\x1b[K")
 
 
 def _terminal_width() -> int:

@@ -16,7 +16,8 @@ from typing import Any, Sequence
 
 from threadlab import __version__, environment, native, schema
 from threadlab.errors import ThreadlabError, UserError
-from threadlab.study import apps, multiprog, tables, tables_multiprog
+from threadlab.runner import signal_name
+from threadlab.study import apps, multiprog
 from threadlab.units import format_duration
 
 STUDIES = ("apps", "multiprog")
@@ -223,6 +224,8 @@ def cmd_apps(args: argparse.Namespace) -> int:
         planned=len(plan.cells), total=len(plan.jobs), header=header,
         run=lambda keep, progress: apps.run_study(plan, keep, progress),
     )
+    from threadlab.study import tables  # rich: imported when tables are printed
+
     if args.json:
         for row in tables.speedups(result.records):
             print(json.dumps(row))
@@ -257,16 +260,17 @@ def _stored_study(args: argparse.Namespace, *, name: str | None, options: dict[s
             store.add_record(run_id, cell.index, record)
 
         started = time.monotonic()
-        status = "failed"
+        status, stop_reason = "failed", "threadlab itself failed"
         try:
             result = run(keep, progress)
             status = "interrupted" if result.interrupted_by else "complete"
+            stop_reason = f"interrupted by {signal_name(result.interrupted_by)}" if result.interrupted_by else None
         except KeyboardInterrupt:
-            status = "interrupted"
+            status, stop_reason = "interrupted", "interrupted by a second Ctrl-C"
             raise
         finally:
             progress.close()
-            store.finish_run(run_id, status, environment.finish(env))
+            store.finish_run(run_id, status, environment.finish(env), stop_reason)
     return label, status, result, time.monotonic() - started
 
 
@@ -300,6 +304,8 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
         planned=len(plan.cells), total=len(plan.jobs), header=header,
         run=lambda keep, progress: multiprog.run_study(plan, keep, progress),
     )
+    from threadlab.study import tables_multiprog  # rich: imported when tables are printed
+
     if args.json:
         for row in tables_multiprog.summary_rows(result.records):
             print(json.dumps(row))
@@ -332,6 +338,8 @@ def is_study_run(options: Any) -> bool:
 
 def render_run(console: Any, records: Sequence[dict[str, Any]], title: str) -> None:
     """The study's tables, for `threadlab show`."""
+    from threadlab.study import tables, tables_multiprog
+
     if any(multiprog.is_study_record(r) for r in records):
         tables_multiprog.render(console, records, title=title)
     else:

@@ -35,10 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from threadlab import rm, schema, stats
+from threadlab import process, rm, schema, stats
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.record import new_record
-from threadlab.runner import StopRequest, kill_group
+from threadlab.process import kill_group
+from threadlab.runner import StopRequest
 from threadlab.study.apps import (Job, StudyProgress, StudyResult, allowed_cpus, count_ranges, drive, interleaved_jobs,
                                   last_json_object, stderr_line)
 
@@ -350,7 +351,7 @@ class _Child:
     """One running instance: started in its own session, reaped by a thread
     blocked in wait4 (no polling: the CPUs belong to the workload)."""
 
-    def __init__(self, argv: list[str], launch: Launch, out_dir: Path, number: int) -> None:
+    def __init__(self, argv: list[str], launch: Launch, out_dir: Path, number: int, timeout_s: float) -> None:
         self.stdout_path = out_dir / f"{number}.out"
         self.stderr_path = out_dir / f"{number}.err"
         # The child inherits the CPU mask of the thread that starts it: set
@@ -361,8 +362,8 @@ class _Child:
                 os.sched_setaffinity(0, launch.affinity)
             with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
                 self.started = time.monotonic()
-                self.popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                              env=launch.env, start_new_session=True)
+                self.popen = process.start(argv, timeout_s=timeout_s, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                           env=launch.env)
         finally:
             if saved is not None:
                 os.sched_setaffinity(0, saved)
@@ -432,7 +433,7 @@ def run_experiment(plan: Plan, cell: Cell, stop: StopRequest) -> Experiment | No
                     time.sleep(min(0.05, max(0.0, wake - time.monotonic())))
             if stop.requested:
                 break
-            children.append(_Child(argv, launch, work, number))
+            children.append(_Child(argv, launch, work, number, plan.timeout_s))
         timed_out = False
         for child in children:
             while child.thread.is_alive() and not stop.requested:

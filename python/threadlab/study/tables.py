@@ -210,7 +210,7 @@ def _print(console: Console, title: str, headers: Sequence[tuple[str, str]], row
     needed = sum(widths) + _PADDING * len(headers) + 2
     table = Table(box=box.SIMPLE_HEAD)
     for (header, justify), width in zip(headers, widths):
-        table.add_column(header, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+        table.add_column(Text(header), justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
     width = console.width
@@ -239,7 +239,7 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
     """Every table of the study."""
     data = collect(records)
     if not data.scenarios:
-        console.print(f"{title}: no data points were measured.")
+        console.print(f"{title}: no data points were measured.", markup=False)
         return
     console.print(Text(title, style="bold"))
     console.print()
@@ -260,9 +260,9 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
                    f"Speedup of {_kernel_title(data, kernel)} over 1 thread: mean time ratio [95% Fieller interval]",
                    [("scenario", "left")] + [(f"{t} threads", "right") for t in more], rows, notes.texts)
         elif not more:
-            console.print(f"{kernel}: one thread count only: no speedups.")
+            console.print(f"{kernel}: one thread count only: no speedups.", markup=False)
         else:
-            console.print(f"{kernel}: no 1-thread runs: no speedups (add 1 to --threads).")
+            console.print(f"{kernel}: no 1-thread runs: no speedups (add 1 to --threads).", markup=False)
         notes = Footnotes()
         headers = [("scenario", "left")]
         for t in data.threads:

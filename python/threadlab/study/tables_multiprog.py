@@ -105,7 +105,7 @@ def _count_cell(record: Mapping[str, Any] | None) -> str:
 def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = "Study multiprog") -> None:
     data = collect(records)
     if not data.apps:
-        console.print(f"{title}: no data points were measured.")
+        console.print(f"{title}: no data points were measured.", markup=False)
         return
     console.print(Text(title, style="bold"))
     console.print()

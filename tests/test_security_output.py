@@ -286,3 +286,21 @@ def test_markdown_export_escapes_html_links_and_images(db_path: Path, tmp_path: 
     assert "\\<script\\>" in out and "\\!\\[track\\]" in out and "\\| cell" in out
     code, out, _ = run_cli("compare", "source", "latest", "--format", "md")
     assert code == 0 and "![track](" not in out and "\\!\\[track\\]" in out
+
+
+def test_a_program_name_in_rm_status_is_text_not_markup() -> None:
+    """A managed program's name is chosen by the program (prctl PR_SET_NAME):
+    `threadlab rm status` must print it, never interpret it as rich markup."""
+    from rich.console import Console
+
+    from threadlab.rm_cli import render_status
+
+    state = {"running": True, "directory": "/d", "arena": "/a", "layout_version": 1, "ncpus": 2,
+             "manager": {"pid": 1, "policy": "timeshare", "quantum_ms": 100, "fresh": True},
+             "counters": {}, "apps": [{"slot": 0, "pid": 42, "comm": "[link=http://x]ev[/link][bold]il",
+                                       "requested": 2, "team": 2, "owned": 2, "cpus": "0-1", "epoch": 1,
+                                       "regions": 3, "alive": True}]}
+    console = Console(width=200, record=True, force_terminal=True)
+    console.print(render_status(state))
+    assert "[link=http://x]ev[/link][bold]il" in console.export_text()
+    assert "\x1b]8;" not in console.export_text(styles=True)  # no hyperlink escape was made

@@ -313,9 +313,12 @@ def render_status(state: dict[str, Any]) -> Any:
         table.add_column(header, justify=justify)  # type: ignore[arg-type]
     for app in apps:
         notes = [note for note, on in (("pinned", app.get("pinned")), ("DEAD", not app.get("alive"))) if on]
-        table.add_row(str(app.get("slot")), str(app.get("pid")), str(app.get("comm")), str(app.get("requested")),
-                      str(app.get("team")), str(app.get("owned")), app.get("cpus") or "-", str(app.get("epoch")),
-                      str(app.get("regions")), _age(app.get("last_region_age_ms")), ", ".join(notes))
+        # Every cell is Text, never markup: a program's name is whatever the
+        # program calls itself, and "[link=...]" in it must stay text.
+        cells = (app.get("slot"), app.get("pid"), app.get("comm"), app.get("requested"), app.get("team"),
+                 app.get("owned"), app.get("cpus") or "-", app.get("epoch"), app.get("regions"),
+                 _age(app.get("last_region_age_ms")), ", ".join(notes))
+        table.add_row(*(Text(str(cell)) for cell in cells))
     lines.append(table)
     return Group(*lines)
 

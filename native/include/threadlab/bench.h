@@ -172,6 +172,11 @@ int tl_thread_create(tl_ctx *ctx, unsigned slot, pthread_t *thread, void *(*fn)(
  * slot is unbound.  Returns 0 or an errno value. */
 int tl_attr_place(tl_ctx *ctx, unsigned slot, pthread_attr_t *attr);
 
+/* The path of a regular file relative to this program's directory (e.g.
+ * "../lib/libthreadlab-omp.so" for a library of the build) in out.
+ * Returns 0, or -1 when there is none. */
+int tl_beside_program(const char *relative, char *out, size_t len);
+
 /* Makes the process multi-threaded for the rest of its life (a parked
  * bystander thread).  glibc skips the atomic instructions of lock
  * operations in a process that never created a thread; single-thread lock

@@ -326,6 +326,7 @@ void mpib_place_note(mpib_world *w, unsigned slot)
 /* ---------------------------------------------------- the adaptive loop */
 
 enum { CMD_STOP = 0, CMD_BODY = 1, CMD_REFERENCE = 2 };
+enum { MPIB_FIRST_CONTACT = 64 }; /* iterations run before calibrating */
 
 typedef struct {
     mpib_world *w;
@@ -365,6 +366,10 @@ int mpib_measure(mpib_world *w, mpib_body body, void *arg, const tl_measure_spec
         tl_measure_spec s = spec ? *spec : (tl_measure_spec){0};
         if (s.reference)
             s.reference = drive_reference;
+        /* Untimed: the first messages between two ranks set their
+         * connection up (milliseconds), which calibration would otherwise
+         * take for the cost of an iteration and settle on one. */
+        drive(&d, CMD_BODY, MPIB_FIRST_CONTACT);
         rc = tl_measure(w->ctx, drive_body, &d, &s);
         drive(&d, CMD_STOP, 0);
     } else {

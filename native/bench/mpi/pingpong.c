@@ -99,7 +99,10 @@ static int pp_run_point(tl_ctx *ctx)
     r.recv = calloc(1, size);
     if (!r.send || !r.recv)
         mpib_die("out of memory (%zu-byte messages)", size);
-    tl_measure_spec spec = {.metric = "latency", .quantity = "one-way time per message (half a round trip)"};
+    /* One iteration is a round trip: two messages, one each way. */
+    tl_measure_spec spec = {.metric = "latency",
+                            .quantity = "one-way time per message (half a round trip)",
+                            .actions_per_iteration = 2};
     uint64_t iterations = 0;
     rc = mpib_measure(&w, pp_body, &r, &spec, NULL, &iterations);
     uint64_t lo = mpib_min(&w, iterations), hi = mpib_max(&w, iterations);

@@ -32,10 +32,9 @@ LAUNCH_LIMIT_S = 90
 
 def _launcher(program: Path, ranks: int = 2) -> str:
     """The default local launcher with `ranks` ranks, under `timeout`."""
-    words = launcher.default(program)
+    words = launcher.default(program, ranks)
     if words[0] == "srun":
         pytest.skip("inside a Slurm allocation: the tests start local ranks only")
-    words[words.index("-np") + 1 if "-np" in words else words.index("-n") + 1] = str(ranks)
     return shlex.join(["timeout", "-k", "5", str(LAUNCH_LIMIT_S), *words])
 
 
@@ -93,7 +92,8 @@ def test_pingpong_and_barrier_with_two_local_ranks(tmp_path: Path) -> None:
         # The forced network transport proves itself; the default one is not labelled so.
         assert ("tcp_path" in names) == (r["params"]["transport"] == "tcp")
     latency = [r for r in intra if r["metric"] == "latency"]
-    assert all(r["unit"] == "ns" and r["summary"]["median"] > 0 for r in latency)
+    # a round trip is two messages: a sample is half of one
+    assert all(r["unit"] == "ns" and r["summary"]["median"] > 0 and r["actions_per_iteration"] == 2 for r in latency)
     assert all(r["unit"] == "MB/s" and r["derived"] for r in intra if r["metric"] == "bandwidth")
 
     barriers = {r["params"]["layout"]: r for r in records if r["benchmark"] == "mpi.barrier"}
@@ -192,6 +192,7 @@ def test_launcher_only_with_the_mpi_suite(monkeypatch: pytest.MonkeyPatch, run_c
 def test_default_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     assert launcher.default(tmp_path / "threadlab-bench-mpi") == ["srun", "--cpu-bind=none"]
+    assert launcher.default(tmp_path / "threadlab-bench-mpi", 2) == ["srun", "--cpu-bind=none", "--ntasks=2"]
     monkeypatch.delenv("SLURM_JOB_ID")
     # the build's own launcher, named beside the program
     fake = tmp_path / "mpiexec-fake"
@@ -200,6 +201,7 @@ def test_default_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     (tmp_path / launcher.MANIFEST).write_text(json.dumps({"mpiexec": str(fake)}))
     words = launcher.default(tmp_path / "threadlab-bench-mpi")
     assert words[:5] == [str(fake), "-np", str(len(os.sched_getaffinity(0))), "--bind-to", "none"]
+    assert launcher.default(tmp_path / "threadlab-bench-mpi", 3)[1:3] == ["-np", "3"]
     assert ("--allow-run-as-root" in words) == (os.geteuid() == 0)
     fake.write_text("#!/bin/sh\necho 'HYDRA build details:'\n")
     assert launcher.default(tmp_path / "threadlab-bench-mpi")[3:] == ["-bind-to", "none"]
@@ -243,3 +245,16 @@ def test_launched_points_start_with_the_launcher() -> None:
     assert native.point_argv(Path("/x/p"), "b.c", None, {}, options, "primitives")[0] == "/x/p"
     with pytest.raises(UserError):
         launcher.parse("   ")
+
+
+@pytest.mark.skipif(not os.access(PROGRAM, os.X_OK) or not os.access(REAL_NATIVE_DIR / "threadlab-crosscheck-mpi", os.X_OK),
+                    reason="no mpi suite or no threadlab-crosscheck-mpi")
+def test_crosscheck_of_the_pingpong(monkeypatch: pytest.MonkeyPatch, run_cli: Any) -> None:
+    """Both sides measured under the same launcher; the ratio is for the
+    reader (a loaded machine moves it), not asserted."""
+    monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(REAL_NATIVE_DIR))
+    code, out, err = run_cli("crosscheck", "--suite", "mpi", "--rounds", "1", "--json", "--launcher", _launcher(PROGRAM))
+    assert code == 0, err
+    (result,) = [json.loads(line) for line in out.splitlines()]
+    assert result["benchmark"] == "mpi.pingpong" and result["params"]["size"] == "8"
+    assert result["suite_median_ns"] > 0 and result["naive_median_ns"] > 0

@@ -3,6 +3,7 @@ on every runtime built here, through `threadlab bench --suite omp`."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -80,3 +81,19 @@ def test_the_asan_build_measures_cleanly(tmp_path: Path) -> None:
     failed = [f"{r['model']} {r['benchmark']} {r['params']}: {r['reason']}" for r in records if r["status"] == "failed"]
     assert records and failed == [], "\n".join(failed)
     assert code == 0, err
+
+
+@pytest.mark.skipif("gomp" not in BUILT or not os.access(REAL_NATIVE_DIR / "threadlab-crosscheck-omp", os.X_OK),
+                    reason="no omp suite or no threadlab-crosscheck-omp")
+def test_crosscheck_of_region_and_barrier(monkeypatch: pytest.MonkeyPatch, run_cli: Any) -> None:
+    """Both sides measured and paired; their ratio is for the reader (a
+    loaded machine moves it), not asserted."""
+    monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(REAL_NATIVE_DIR))
+    code, out, _ = run_cli("crosscheck", "--suite", "omp", "--rounds", "1", "--json")
+    assert code == 0
+    results = [json.loads(line) for line in out.splitlines()]
+    assert [(r["benchmark"], r["params"]["construct"]) for r in results] == [("omp.sync", "parallel"),
+                                                                              ("omp.sync", "barrier")]
+    assert all(r["suite_median_ns"] > 0 and r["naive_median_ns"] > 0 and r["ratio"] > 0 for r in results)
+    code, _, err = run_cli("crosscheck", "--suite", "omp", "--launcher", "mpirun")
+    assert code == 2 and "--launcher applies to crosscheck --suite mpi only" in err

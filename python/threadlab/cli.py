@@ -358,6 +358,11 @@ def _add_crosscheck(commands: Any, common: ArgumentParser) -> None:
     check.add_argument("--rounds", type=number("--rounds", int, 1, 100), default=3, metavar="N",
                        help="alternating rounds of both sides, 1..100 (default 3)")
     check.add_argument("--json", action="store_true", help="print the results as one JSON object per figure")
+    check.add_argument("--suite", type=choice("--suite", crosscheck.CROSS_SUITES), default="primitives",
+                       metavar="SUITE", help="primitives (three figures), mpi (the ping-pong latency) or omp "
+                       "(parallel region and barrier) (default primitives)")
+    check.add_argument("--launcher", type=launcher.parse, metavar="CMD",
+                       help="mpi: the launcher of both sides (default: the build's MPI launcher with 2 ranks)")
 
 
 def _add_compare(commands: Any, common: ArgumentParser) -> None:
@@ -721,12 +726,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     progress = (lambda text: print(f"{PROG}: {text}", file=sys.stderr)) if not args.json else (lambda text: None)
-    results = crosscheck.run(args.rounds, progress)
+    if args.launcher and args.suite != "mpi":
+        raise UserError("--launcher applies to crosscheck --suite mpi only")
+    results = crosscheck.run(args.rounds, progress, args.suite, args.launcher)
     if args.json:
         for result in results:
             print(json.dumps(result.as_dict()))
     else:
-        print(crosscheck.format_table(results))
+        print(crosscheck.format_table(results, args.suite))
     return EXIT_OK
 
 

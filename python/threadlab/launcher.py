@@ -58,13 +58,14 @@ def _flavour(executable: str) -> str:
     return "unknown"
 
 
-def default(program: Path) -> list[str]:
+def default(program: Path, ranks: int | None = None) -> list[str]:
     """Inside a Slurm allocation, srun (every task of the allocation, the
     program placing its own threads); otherwise the launcher of the MPI the
     program was built with, one rank per CPU this process may use, ranks
-    not bound (the program binds them for its placements)."""
+    not bound (the program binds them for its placements).  ranks: that
+    many instead."""
     if os.environ.get("SLURM_JOB_ID"):
-        return ["srun", "--cpu-bind=none"]
+        return ["srun", "--cpu-bind=none"] + ([f"--ntasks={ranks}"] if ranks else [])
     executable = None
     try:
         executable = json.loads((program.parent / MANIFEST).read_text(encoding="utf-8")).get("mpiexec")
@@ -75,16 +76,16 @@ def default(program: Path) -> list[str]:
     if not executable:
         raise ThreadlabError("no MPI launcher: mpirun is not on PATH (install openmpi-bin: "
                              "scripts/install-deps.sh), or give one with --launcher")
-    ranks = str(len(os.sched_getaffinity(0)))
+    count = str(ranks or len(os.sched_getaffinity(0)))
     flavour = _flavour(executable)
     if flavour == "openmpi":
-        words = [executable, "-np", ranks, "--bind-to", "none"]
+        words = [executable, "-np", count, "--bind-to", "none"]
         # Open MPI refuses root unless told; a local run as root (a
         # container) is the common case of that.
         return words + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
     if flavour == "mpich":
-        return [executable, "-n", ranks, "-bind-to", "none"]
-    return [executable, "-np", ranks]
+        return [executable, "-n", count, "-bind-to", "none"]
+    return [executable, "-np", count]
 
 
 def probe_hosts(launcher: Sequence[str], program: Path, timeout_s: float = HOSTS_TIMEOUT_S) -> dict[str, Any]:

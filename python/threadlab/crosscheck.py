@@ -70,8 +70,8 @@ CROSS_SUITES: tuple[str, ...] = ("primitives", "mpi", "omp")
 _NAIVE_TEXT = {
     "primitives": "threadlab-crosscheck (CLOCK_MONOTONIC, fixed counts, median of 7; the yield switch divided by "
                   "the kernel's count of context switches)",
-    "mpi": "threadlab-crosscheck-mpi (CLOCK_MONOTONIC, 20,000 round trips, median of 7)",
-    "omp": "threadlab-crosscheck-omp (CLOCK_MONOTONIC, 20,000 empty regions and barriers, median of 7, libgomp)",
+    "mpi": "threadlab-crosscheck-mpi (CLOCK_MONOTONIC, 2,000 round trips, median of 21)",
+    "omp": "threadlab-crosscheck-omp (CLOCK_MONOTONIC, 2,000 empty regions and barriers, median of 21, libgomp)",
 }
 
 

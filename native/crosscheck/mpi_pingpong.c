@@ -21,20 +21,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "naive.h"
+
 enum { REPEATS = 21, WARMUP = 1000 };
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* count round trips; rank 0 checks that each echo carries its number */
 static long exchange(int rank, char *buf, int size, long count)
@@ -83,13 +72,10 @@ int main(int argc, char **argv)
         }
     }
     if (rank == 0) {
-        double sorted[REPEATS];
-        memcpy(sorted, one_way, sizeof sorted);
-        qsort(sorted, REPEATS, sizeof sorted[0], compare_double);
         printf("{\"size\":%d,\"round_trips\":%ld,\"one_way_ns\":[", size, count);
         for (int r = 0; r < REPEATS; r++)
             printf("%s%.3f", r ? "," : "", one_way[r]);
-        printf("],\"one_way_ns_median\":%.3f,\"echo_errors\":%ld}\n", sorted[REPEATS / 2], errors);
+        printf("],\"one_way_ns_median\":%.3f,\"echo_errors\":%ld}\n", median(one_way, REPEATS), errors);
     }
     free(buf);
     MPI_Finalize();

@@ -22,35 +22,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "naive.h"
+
 enum { REPEATS = 21 };
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(const double *v)
-{
-    double sorted[REPEATS];
-    memcpy(sorted, v, sizeof sorted);
-    qsort(sorted, REPEATS, sizeof sorted[0], compare_double);
-    return sorted[REPEATS / 2];
-}
 
 static void print_list(const char *key, const double *v)
 {
     printf("\"%s\":[", key);
     for (int r = 0; r < REPEATS; r++)
         printf("%s%.3f", r ? "," : "", v[r]);
-    printf("],\"%s_median\":%.3f", key, median(v));
+    printf("],\"%s_median\":%.3f", key, median(v, REPEATS));
 }
 
 int main(int argc, char **argv)

@@ -6,28 +6,8 @@
 #include <stddef.h>
 
 #include "threadlab/bench.h"
+#include "threadlab/json.h"
 #include "threadlab/summary.h"
-
-/* ---- a growable JSON text buffer ---- */
-typedef struct {
-    char *text;
-    size_t len, cap;
-    int need_comma; /* a value was written at this nesting level */
-} tl_json;
-
-void tl_json_init(tl_json *j);
-void tl_json_free(tl_json *j);
-void tl_json_raw(tl_json *j, const char *text);
-void tl_json_begin_object(tl_json *j);
-void tl_json_end_object(tl_json *j);
-void tl_json_begin_array(tl_json *j);
-void tl_json_end_array(tl_json *j);
-void tl_json_key(tl_json *j, const char *key);
-void tl_json_string(tl_json *j, const char *value); /* NULL writes null */
-void tl_json_number(tl_json *j, double value);      /* non-finite writes null */
-void tl_json_int(tl_json *j, long long value);
-void tl_json_bool(tl_json *j, int value);
-void tl_json_null(tl_json *j);
 
 /* ---- the record under construction ---- */
 #define TL_MAX_CHECKS 16
@@ -83,6 +63,7 @@ struct tl_ctx_private {
     unsigned emitted_failed;    /* records written with status failed */
     int placement_failed;       /* a thread ran elsewhere than its slot */
     char placement_detail[256];
+    char *mpi_json;             /* the record's "mpi" object (tl_set_mpi), or NULL */
 };
 
 void tl_pending_reset(tl_pending *p);

@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -110,4 +111,48 @@ void tl_partner_stop(tl_partner *p)
     tl_futex_wake((uint32_t *)&p->go, 1);
     pthread_join(p->thread, NULL);
     free(p);
+}
+
+int tl_team_start(tl_ctx *ctx, tl_team *t, unsigned first_slot, unsigned n, tl_partner_fn fn, void *args,
+                  size_t arg_size)
+{
+    t->n = 0;
+    t->p = calloc(n ? n : 1, sizeof *t->p);
+    if (!t->p) {
+        tl_fail(ctx, "out of memory");
+        return -1;
+    }
+    for (; t->n < n; t->n++) {
+        t->p[t->n] = tl_partner_start(ctx, first_slot + t->n, fn, (char *)args + t->n * arg_size);
+        if (!t->p[t->n]) {
+            tl_fail(ctx, "cannot start thread %u: %s", first_slot + t->n, strerror(errno));
+            while (t->n > 0)
+                tl_partner_stop(t->p[--t->n]);
+            free(t->p);
+            t->p = NULL;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void tl_team_go(tl_team *t, uint64_t iterations)
+{
+    for (unsigned i = 0; i < t->n; i++)
+        tl_partner_go(t->p[i], iterations);
+}
+
+void tl_team_wait(tl_team *t)
+{
+    for (unsigned i = 0; i < t->n; i++)
+        tl_partner_wait(t->p[i]);
+}
+
+void tl_team_stop(tl_team *t)
+{
+    for (unsigned i = 0; i < t->n; i++)
+        tl_partner_stop(t->p[i]);
+    free(t->p);
+    t->p = NULL;
+    t->n = 0;
 }

@@ -1,6 +1,7 @@
 /* record.c - one data point as one JSON line (docs/record-schema.md). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -144,6 +145,10 @@ void tl_emit(tl_ctx *ctx)
             tl_json_number(&j, p->extras[i].number);
     }
     tl_json_end_object(&j);
+    if (priv->mpi_json) {
+        tl_json_key(&j, "mpi");
+        tl_json_raw(&j, priv->mpi_json);
+    }
     tl_json_end_object(&j);
 
     /* One write of the whole line, flushed, so a reader never sees half a
@@ -156,4 +161,27 @@ void tl_emit(tl_ctx *ctx)
         priv->emitted_failed++;
     tl_pending_reset(p);
     priv->placement_failed = 0;
+}
+
+void tl_set_mpi(tl_ctx *ctx, const tl_mpi_info *info)
+{
+    tl_json j;
+    tl_json_init(&j);
+    tl_json_begin_object(&j);
+    tl_json_key(&j, "rank"); tl_json_int(&j, info->rank);
+    tl_json_key(&j, "host"); tl_json_string(&j, info->host ? info->host : "");
+    tl_json_key(&j, "ranks"); tl_json_int(&j, info->ranks);
+    tl_json_key(&j, "threads_per_rank"); tl_json_int(&j, info->threads_per_rank);
+    tl_json_key(&j, "world"); tl_json_int(&j, info->world);
+    tl_json_key(&j, "transport"); tl_json_string(&j, info->transport ? info->transport : "default");
+    tl_json_key(&j, "thread_level"); tl_json_string(&j, info->thread_level ? info->thread_level : "single");
+    tl_json_key(&j, "library"); tl_json_string(&j, info->library ? info->library : "");
+    tl_json_key(&j, "hosts");
+    tl_json_begin_array(&j);
+    for (unsigned i = 0; i < info->nhosts; i++)
+        tl_json_string(&j, info->hosts[i]);
+    tl_json_end_array(&j);
+    tl_json_end_object(&j);
+    free(ctx->priv->mpi_json);
+    ctx->priv->mpi_json = j.text; /* the buffer is kept, not freed */
 }

@@ -14,6 +14,7 @@ imported by the commands that use them, not for `--help` or `--version`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fnmatch
 import json
 import math
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from threadlab import __version__, compare, crosscheck, environment, native, runner, schema, stats, transfer
+from threadlab import __version__, compare, crosscheck, environment, launcher, native, runner, schema, stats, transfer
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.native import NATIVE_DEFAULTS, PLACEMENTS, BenchmarkInfo, PointOptions
 from threadlab.output import OutputClosed, OutputFile, write_output
@@ -225,8 +226,14 @@ def _add_bench(commands: Any, common: ArgumentParser) -> None:
     bench.add_argument(
         "--suite", type=suite_list, metavar="LIST",
         help=f"suites to run, comma-separated from {', '.join(native.SUITES)}, or all: primitives (the POSIX "
-        "threads primitives), models (C thread models), jvm (platform and virtual threads, JMH), go (goroutines) "
+        "threads primitives), models (C thread models), jvm (platform and virtual threads, JMH), go (goroutines), "
+        "mpi (mixed MPI + threads, through --launcher), omp (OpenMP directives on each runtime) "
         f"(default {native.DEFAULT_SUITE})",
+    )
+    bench.add_argument(
+        "--launcher", type=launcher.parse, metavar="CMD",
+        help="mpi suite: the command that starts each point's ranks, e.g. 'mpirun -np 4 --hostfile hosts' or "
+        "'srun' (default: srun inside a Slurm allocation, else the MPI's own mpirun with one rank per CPU here)",
     )
     bench.add_argument("--quick", action="store_true", help="quick sweep: fewer values, shorter budgets (about a minute)")
     bench.add_argument(
@@ -356,6 +363,11 @@ def _add_crosscheck(commands: Any, common: ArgumentParser) -> None:
     check.add_argument("--rounds", type=number("--rounds", int, 1, 100), default=3, metavar="N",
                        help="alternating rounds of both sides, 1..100 (default 3)")
     check.add_argument("--json", action="store_true", help="print the results as one JSON object per figure")
+    check.add_argument("--suite", type=choice("--suite", crosscheck.CROSS_SUITES), default="primitives",
+                       metavar="SUITE", help="primitives (three figures), mpi (the ping-pong latency) or omp "
+                       "(parallel region and barrier) (default primitives)")
+    check.add_argument("--launcher", type=launcher.parse, metavar="CMD",
+                       help="mpi: the launcher of both sides (default: the build's MPI launcher with 2 ranks)")
 
 
 def _add_compare(commands: Any, common: ArgumentParser) -> None:
@@ -543,6 +555,7 @@ class _Plan:
     points: list[runner.Point]
     suites: list[str]
     timeouts: dict[str, float]  # per suite
+    mpi_program: Path | None = None  # the mpi suite's program, when the suite runs
 
     def timeout_for(self, point: runner.Point) -> float:
         return self.timeouts.get(point.info.suite, self.timeout_s)
@@ -561,15 +574,34 @@ def _plan(args: argparse.Namespace) -> _Plan:
     timeouts = {suite: args.timeout or suite_timeout(suite, args.quick) for suite in suites}
     name = validate_run_name(args.name) if args.name is not None else None
     by_name = {program.name: program for program in programs}
+    mpi_program, options = _launch_plan(args, selected, by_name, options)
     points = runner.expand_sweep(selected, by_name, args.placement, args.quick)
     longest = max(timeouts.values(), default=args.timeout or suite_timeout(native.DEFAULT_SUITE, args.quick))
-    return _Plan(options, longest, name, selected, by_name, points, suites, timeouts)
+    return _Plan(options, longest, name, selected, by_name, points, suites, timeouts, mpi_program)
 
 
-def _start_run(args: argparse.Namespace, plan: _Plan, store: Store) -> tuple[int, dict[str, Any]]:
-    """The run's row, with its environment (status 'running')."""
+def _launch_plan(args: argparse.Namespace, selected: Sequence[BenchmarkInfo], programs: dict[str, Path],
+                 options: PointOptions) -> tuple[Path | None, PointOptions]:
+    """The launched suites' program and launcher (docs/mpi.md)."""
+    launched = [info for info in selected if info.suite in native.LAUNCHED_SUITES]
+    if not launched:
+        if args.launcher:
+            raise UserError(f"--launcher applies to the {', '.join(native.LAUNCHED_SUITES)} suite, which this run "
+                            "does not include (add --suite mpi)")
+        return None, options
+    program = programs[launched[0].program]
+    words = args.launcher or launcher.default(program)
+    return program, dataclasses.replace(options, launcher=tuple(words))
+
+
+def _start_run(args: argparse.Namespace, plan: _Plan, store: Store,
+               hosts: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+    """The run's row, with its environment (status 'running'); hosts: the
+    mpi suite's hosts (launcher.probe_hosts)."""
     used = [plan.programs[p] for p in dict.fromkeys(info.program for info in plan.selected)]
     env = environment.collect(used, args.clock)
+    if hosts is not None:
+        env["mpi"] = hosts
     run_id = store.create_run(
         name=plan.name,
         command=[PROG, *args.argv],
@@ -592,11 +624,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"{len(plan.points)} points of {len(plan.selected)} benchmarks", file=sys.stderr)
         return EXIT_OK
     db_path = _db_path(args)
+    # A launcher that cannot start the job fails here, before anything is stored.
+    hosts = launcher.probe_hosts(plan.options.launcher or (), plan.mpi_program) if plan.mpi_program else None
     with Store(db_path) as store:
         store.require_free_name(plan.name)  # before --json creates anything
         output = JsonLinesOutput(args.json, db_path)
         try:
-            run_id, env = _start_run(args, plan, store)
+            run_id, env = _start_run(args, plan, store, hosts)
         except BaseException:
             output.close(keep=False)
             raise
@@ -719,12 +753,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     progress = (lambda text: print(f"{PROG}: {text}", file=sys.stderr)) if not args.json else (lambda text: None)
-    results = crosscheck.run(args.rounds, progress)
+    if args.launcher and args.suite != "mpi":
+        raise UserError("--launcher applies to crosscheck --suite mpi only")
+    results = crosscheck.run(args.rounds, progress, args.suite, args.launcher)
     if args.json:
         for result in results:
             print(json.dumps(result.as_dict()))
     else:
-        print(crosscheck.format_table(results))
+        print(crosscheck.format_table(results, args.suite))
     return EXIT_OK
 
 

@@ -1,5 +1,7 @@
-"""`threadlab crosscheck`: three figures of the primitives suite beside
-naive, independent measurements of the same things, in one run.
+"""`threadlab crosscheck`: figures of a suite beside naive, independent
+measurements of the same things, in one run: three of the primitives suite
+(the default), the mpi suite's ping-pong latency, the omp suite's parallel
+region and barrier.
 
 The naive side is threadlab-crosscheck (native/crosscheck/crosscheck.c),
 which shares no code with the timing core: another clock
@@ -7,11 +9,14 @@ which shares no code with the timing core: another clock
 and for the context switch the kernel's own count of switches
 (getrusage) as the divisor.  Rounds alternate the two sides so that drift
 of the machine affects both alike; the ratio is suite / naive, each the
-median over the rounds.
+median over the rounds.  The mpi and omp suites have naive programs of
+their own (threadlab-crosscheck-mpi, threadlab-crosscheck-omp), as
+independent from the timing core.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 import subprocess
@@ -19,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from threadlab import native, process, stats, units
+from threadlab import launcher, native, process, stats, units
 from threadlab.errors import ThreadlabError
 from threadlab.native import PointOptions
 from threadlab.runner import Point, StopRequest, run_point
@@ -36,6 +41,8 @@ class Figure:
     placement: str | None
     params: dict[str, str]
     naive_key: str  # the field of the naive program's JSON
+    model: str | None = None  # the program's model, when several offer the benchmark
+    metric: str = "time"  # the record of the point that holds the figure
 
 
 FIGURES: tuple[Figure, ...] = (
@@ -44,6 +51,28 @@ FIGURES: tuple[Figure, ...] = (
            {"kind": "normal", "process": "multi-threaded"}, "mutex_lockunlock_ns"),
     Figure("pthread create+join", "pthread.create.join", "unbound", {}, "create_join_ns"),
 )
+# The mpi and omp suites: their naive programs, the figures, the suite's
+# words for the table's last line.
+MPI_NAIVE_PROGRAM = "threadlab-crosscheck-mpi"
+MPI_FIGURES: tuple[Figure, ...] = (
+    Figure("MPI ping-pong one-way, 8 bytes", "mpi.pingpong", "unbound",
+           {"size": "8", "pair": "intra-node", "transport": "default"}, "one_way_ns_median", "mpi", "latency"),
+)
+OMP_NAIVE_PROGRAM = "threadlab-crosscheck-omp"
+OMP_THREADS = 2
+OMP_FIGURES: tuple[Figure, ...] = (
+    Figure(f"OpenMP parallel region, {OMP_THREADS} threads", "omp.sync", "unbound",
+           {"construct": "parallel", "threads": str(OMP_THREADS)}, "parallel_ns_median", "gomp", "overhead"),
+    Figure(f"OpenMP barrier, {OMP_THREADS} threads", "omp.sync", "unbound",
+           {"construct": "barrier", "threads": str(OMP_THREADS)}, "barrier_ns_median", "gomp", "overhead"),
+)
+CROSS_SUITES: tuple[str, ...] = ("primitives", "mpi", "omp")
+_NAIVE_TEXT = {
+    "primitives": "threadlab-crosscheck (CLOCK_MONOTONIC, fixed counts, median of 7; the yield switch divided by "
+                  "the kernel's count of context switches)",
+    "mpi": "threadlab-crosscheck-mpi (CLOCK_MONOTONIC, 2,000 round trips, median of 21)",
+    "omp": "threadlab-crosscheck-omp (CLOCK_MONOTONIC, 2,000 empty regions and barriers, median of 21, libgomp)",
+}
 
 
 @dataclass
@@ -71,25 +100,33 @@ class FigureResult:
                 "suite_median_ns": self.suite_median, "naive_median_ns": self.naive_median, "ratio": self.ratio}
 
 
-def _find_naive_program(programs: Sequence[Path]) -> Path:
+def _find_naive_program(name: str = NAIVE_PROGRAM) -> Path:
     for directory in native.native_dirs():
-        candidate = directory / NAIVE_PROGRAM
+        candidate = directory / name
         if candidate.is_file():
             return candidate
     where = ", ".join(str(d) for d in native.native_dirs())
-    raise ThreadlabError(f"{NAIVE_PROGRAM} not found (looked in {where}); build it with `make build`")
+    raise ThreadlabError(f"{name} not found (looked in {where}); build it with `make build`")
 
 
-def _naive_round(program: Path, cpu: int) -> dict[str, float]:
+def _naive_round(argv: Sequence[str], program: Path) -> dict[str, Any]:
     try:
-        done = process.run([program, str(cpu)], timeout_s=_NAIVE_TIMEOUT_S)
+        done = process.run(list(argv), timeout_s=_NAIVE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise ThreadlabError(f"{program.name} did not finish within {_NAIVE_TIMEOUT_S:g} s") from None
     except OSError as error:
         raise ThreadlabError(f"cannot start {program}: {error.strerror}") from None
     if done.returncode != 0:
         raise ThreadlabError(f"{program.name} failed (exit {done.returncode}): {done.stderr.strip()}")
-    result = json.loads(done.stdout)
+    try:
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise ThreadlabError(f"{program.name} printed no JSON object") from None
+    return result
+
+
+def _naive_primitives(program: Path, cpu: int) -> dict[str, Any]:
+    result = _naive_round([str(program), str(cpu)], program)
     # The divisor is the kernel's count of switches; if it is far from the
     # number of yields, the threads did not alternate and the figure is void.
     if result["switches_counted_min"] < 0.9 * result["yields"]:
@@ -98,8 +135,17 @@ def _naive_round(program: Path, cpu: int) -> dict[str, float]:
     return result
 
 
-def _suite_median(point: Point) -> float:
-    records = list(run_point(point, PointOptions(), _POINT_TIMEOUT_S, StopRequest()))
+def _naive_checked(argv: Sequence[str], program: Path, errors_key: str) -> dict[str, Any]:
+    """A naive program of the mpi or omp suite, whose own check must pass."""
+    result = _naive_round(argv, program)
+    if result.get(errors_key):
+        raise ThreadlabError(f"{program.name}: {errors_key} {result[errors_key]}: the figure is void")
+    return result
+
+
+def _suite_median(point: Point, metric: str = "time", options: PointOptions | None = None) -> float:
+    records = [r for r in run_point(point, options or PointOptions(), _POINT_TIMEOUT_S, StopRequest())
+               if r["metric"] == metric or r["status"] != "ok"]
     if len(records) != 1 or records[0]["status"] != "ok":
         reason = records[0]["reason"] if records else "no record"
         raise ThreadlabError(f"{point.label}: {reason}")
@@ -111,33 +157,49 @@ def _suite_median(point: Point) -> float:
     return summary.median
 
 
-def run(rounds: int, progress: Callable[[str], None]) -> list[FigureResult]:
+def run(rounds: int, progress: Callable[[str], None], suite: str = "primitives",
+        launcher_words: Sequence[str] | None = None) -> list[FigureResult]:
+    """suite: primitives, mpi or omp; launcher_words: the mpi suite's
+    launcher (default: the build's, with 2 ranks, the pair measured)."""
+    figures = {"primitives": FIGURES, "mpi": MPI_FIGURES, "omp": OMP_FIGURES}[suite]
+    naive = _find_naive_program({"primitives": NAIVE_PROGRAM, "mpi": MPI_NAIVE_PROGRAM, "omp": OMP_NAIVE_PROGRAM}[suite])
     programs = native.discover_programs()
-    by_name = {info.benchmark: info for info in native.catalog(programs)}
+    catalog = native.catalog(programs)
     program_paths = {p.name: p for p in programs}
-    naive = _find_naive_program(programs)
-    env = native.program_env(program_paths[by_name[FIGURES[0].benchmark].program])
-    same_cpu = int(env["topology"]["allowed_cpus"][0])  # the suite's same-cpu CPU
 
     points = []
-    for index, figure in enumerate(FIGURES):
-        if figure.benchmark not in by_name:
-            raise ThreadlabError(f"benchmark {figure.benchmark} is not in the native build")
-        info = by_name[figure.benchmark]
+    for index, figure in enumerate(figures):
+        info = next((i for i in catalog if i.benchmark == figure.benchmark and figure.model in (None, i.model)), None)
+        if info is None:
+            model = f" (model {figure.model})" if figure.model else ""
+            raise ThreadlabError(f"benchmark {figure.benchmark}{model} is not in the native build")
         points.append(Point(index, info, program_paths[info.program], figure.placement, figure.params))
 
-    results = [FigureResult(figure, [], []) for figure in FIGURES]
+    options = PointOptions()
+    measure_naive: Callable[[], dict[str, Any]]
+    if suite == "primitives":
+        env = native.program_env(points[0].program)
+        same_cpu = int(env["topology"]["allowed_cpus"][0])  # the suite's same-cpu CPU
+        measure_naive = functools.partial(_naive_primitives, naive, same_cpu)
+    elif suite == "mpi":
+        words = list(launcher_words or launcher.default(points[0].program, ranks=2))
+        options = PointOptions(launcher=tuple(words))
+        measure_naive = functools.partial(_naive_checked, [*words, str(naive), "8"], naive, "echo_errors")
+    else:
+        measure_naive = functools.partial(_naive_checked, [str(naive), str(OMP_THREADS)], naive, "team_errors")
+
+    results = [FigureResult(figure, [], []) for figure in figures]
     for r in range(rounds):
         progress(f"round {r + 1}/{rounds}: naive measurements")
-        values = _naive_round(naive, same_cpu)
+        values = measure_naive()
         for result, point in zip(results, points):
             result.naive_ns.append(float(values[result.figure.naive_key]))
             progress(f"round {r + 1}/{rounds}: {point.label}")
-            result.suite_ns.append(_suite_median(point))
+            result.suite_ns.append(_suite_median(point, result.figure.metric, options))
     return results
 
 
-def format_table(results: Sequence[FigureResult]) -> str:
+def format_table(results: Sequence[FigureResult], suite: str = "primitives") -> str:
     header = f"{'figure':32} {'suite (median)':>15} {'naive (median)':>15} {'suite/naive':>12}  per-round ratios"
     lines = [header]
     for result in results:
@@ -145,6 +207,5 @@ def format_table(results: Sequence[FigureResult]) -> str:
         lines.append(f"{result.figure.label:32} {units.format_value(result.suite_median, 'ns'):>15} "
                      f"{units.format_value(result.naive_median, 'ns'):>15} {result.ratio:>12.3f}  {per_round}")
     lines.append("suite: the benchmark's median sample (TSC or monotonic_raw, calibrated, adaptive); naive: "
-                 "threadlab-crosscheck (CLOCK_MONOTONIC, fixed counts, median of 7; the yield switch divided by "
-                 "the kernel's count of context switches)")
+                 f"{_NAIVE_TEXT[suite]}")
     return "\n".join(lines)

@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
-from threadlab import __version__, native, process
+from threadlab import __version__, launcher, native, process
 from threadlab.units import format_value
 
 # Scheduler files worth recording: round-robin slice, autogroup, CFS
@@ -335,6 +335,7 @@ def describe(env: dict[str, Any]) -> list[tuple[str, str]]:
     load = env.get("load", {})
     start, end = load.get("start"), load.get("end")
     lines.append(("load average", f"{_load(start)} at start, {_load(end)} at end"))
+    lines += launcher.describe(env)  # the hosts of an mpi run
     versions = env.get("threadlab", {})
     git = versions.get("git") or {}
     source = f", source {git['commit'][:12]}{' (modified)' if git.get('dirty') else ''}" if git.get("commit") else ""

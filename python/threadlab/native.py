@@ -41,7 +41,10 @@ _QUERY_TIMEOUT_S = 60.0
 # the jvm and go suites run a fixed number of iterations (JMH's method, the
 # seed's: warm-up, then N measured) and take other measurement options.
 DEFAULT_SUITE = "primitives"
-SUITES: tuple[str, ...] = ("primitives", "models", "jvm", "go")
+SUITES: tuple[str, ...] = ("primitives", "models", "jvm", "go", "mpi", "omp")
+# Suites whose every point is started by a launcher (mpirun, srun: the
+# PointOptions' launcher words before the program; docs/mpi.md).
+LAUNCHED_SUITES: tuple[str, ...] = ("mpi",)
 ADAPTIVE_OPTIONS: tuple[str, ...] = (
     "rule", "target", "warmup", "min_timings", "max_timings", "min_timing_ms", "max_seconds", "clock",
 )
@@ -142,6 +145,8 @@ class PointOptions:
     # Fixed-iteration suites (jvm, go): measured iterations, JMH forks.
     iterations: int | None = None
     forks: int | None = None
+    # The launcher of the LAUNCHED_SUITES' points: its words.
+    launcher: tuple[str, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -254,8 +259,10 @@ def point_argv(
     program: Path, benchmark: str, placement: str | None, params: dict[str, str], options: PointOptions,
     suite: str = DEFAULT_SUITE,
 ) -> list[str]:
-    """The command line of one data point."""
-    argv = [str(program), "--run", benchmark]
+    """The command line of one data point (after its launcher's words in a
+    launched suite)."""
+    launcher = list(options.launcher or ()) if suite in LAUNCHED_SUITES else []
+    argv = [*launcher, str(program), "--run", benchmark]
     if placement is not None:
         argv += ["--placement", placement]
     for name, value in params.items():

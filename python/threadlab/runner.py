@@ -264,6 +264,14 @@ def _follow(
                         yield record
     finally:
         selector.close()
+    if not timed_out and not stop.requested and child.poll() is None:
+        # The output ended before the program: a program may close its
+        # streams on the way out (GNU timeout does, a launcher wrapped in it
+        # then), and killing it in between would pass for a crash.
+        try:
+            child.wait(timeout=max(0.0, min(_EXIT_GRACE_S, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            pass
     kill_group(child)
     child.wait()
     if stop.requested:

@@ -20,7 +20,7 @@ struct bar_run {
     unsigned n;
     pthread_barrier_t barrier;
     bar_thread *t; /* t[0] is main's */
-    sync_team team;
+    tl_team team;
     uint64_t episodes; /* episodes of the completed timings */
     sync_error err;
 };
@@ -63,14 +63,14 @@ static void bar_partner(void *arg, uint64_t iterations)
 static double bar_time(void *arg, uint64_t iterations)
 {
     bar_run *r = arg;
-    sync_team_go(&r->team, iterations);
+    tl_team_go(&r->team, iterations);
     /* The first episode is untimed: it absorbs the partners' wake-up from
      * the framework's handshake. */
     bar_episodes(&r->t[0], 1);
     uint64_t t0 = tl_now();
     bar_episodes(&r->t[0], iterations);
     uint64_t t1 = tl_now();
-    sync_team_wait(&r->team);
+    tl_team_wait(&r->team);
     if (sync_error_report(r->ctx, &r->err))
         return -1;
     r->episodes += iterations + 1;
@@ -119,10 +119,10 @@ static int run_barrier(tl_ctx *ctx)
         tl_fail(ctx, "pthread_barrier_init: %s", strerror(rc));
         return -1;
     }
-    int result = sync_team_start(ctx, &r.team, r.n - 1, bar_partner, &r.t[1], sizeof *r.t);
+    int result = tl_team_start(ctx, &r.team, 1, r.n - 1, bar_partner, &r.t[1], sizeof *r.t);
     if (result == 0) {
         result = tl_measure(ctx, bar_time, &r, NULL);
-        sync_team_stop(&r.team);
+        tl_team_stop(&r.team);
     }
     if (result == 0)
         bar_check(ctx, &r);

@@ -52,7 +52,7 @@ struct bc_run {
     int stop;            /* under m: a thread failed, everybody leaves */
     uint64_t rounds;     /* generations of the completed timings */
     bc_waiter *w;
-    sync_team team;
+    tl_team team;
     sync_error err;
 };
 
@@ -133,7 +133,7 @@ static double bc_time(void *arg, uint64_t iterations)
         tl_fail(r->ctx, "pthread_mutex_lock (main): %s", strerror(rc));
         return -1;
     }
-    sync_team_go(&r->team, iterations);
+    tl_team_go(&r->team, iterations);
     /* The first generation is untimed: it absorbs the waiters' wake-up from
      * the framework's handshake. */
     int stopped = bc_rounds(r, 1);
@@ -142,7 +142,7 @@ static double bc_time(void *arg, uint64_t iterations)
         bc_rounds(r, iterations);
     uint64_t t1 = tl_now();
     pthread_mutex_unlock(&r->m);
-    sync_team_wait(&r->team);
+    tl_team_wait(&r->team);
     if (sync_error_report(r->ctx, &r->err))
         return -1;
     r->rounds += iterations + 1;
@@ -174,10 +174,10 @@ static int run_broadcast(tl_ctx *ctx)
         tl_fail(ctx, "initialising the conditions: %s", strerror(rc));
         return -1;
     }
-    int result = sync_team_start(ctx, &r.team, r.n, bc_waiter_run, r.w, sizeof *r.w);
+    int result = tl_team_start(ctx, &r.team, 1, r.n, bc_waiter_run, r.w, sizeof *r.w);
     if (result == 0) {
         result = tl_measure(ctx, bc_time, &r, NULL);
-        sync_team_stop(&r.team);
+        tl_team_stop(&r.team);
     }
     if (result == 0) {
         uint64_t wakes = 0, skipped = 0;

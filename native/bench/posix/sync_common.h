@@ -1,7 +1,7 @@
 /* sync_common.h - what the synchronisation benchmarks (cond.c, mutex.c,
  * sem.c, barrier.c, logp.c) share beyond any one primitive: the first error
- * of several threads, the untimed handshake on a word, and a team of
- * partner threads.  Everything is static inline so each file compiles only
+ * of several threads, and the untimed handshake on a word (a team of
+ * partner threads is tl_team, threadlab/bench.h).  Everything is static inline so each file compiles only
  * what it uses. */
 #ifndef THREADLAB_POSIX_SYNC_COMMON_H
 #define THREADLAB_POSIX_SYNC_COMMON_H
@@ -73,61 +73,6 @@ static inline void sync_word_publish(_Atomic uint32_t *word, uint32_t value)
 {
     atomic_store_explicit(word, value, memory_order_release);
     tl_futex_wake((uint32_t *)word, 1);
-}
-
-/* ----------------------------------------------------------- the team */
-
-/* N partner threads on slots 1..N, each running fn on its own argument
- * (args + i * arg_size), driven together: every timing starts them all and
- * waits for them all, so each runs exactly as many rounds as main. */
-typedef struct {
-    tl_partner **p;
-    unsigned n;
-} sync_team;
-
-/* Returns 0, or -1 after failing the point (the started ones stopped). */
-static inline int sync_team_start(tl_ctx *ctx, sync_team *t, unsigned n, tl_partner_fn fn, void *args,
-                                  size_t arg_size)
-{
-    t->n = 0;
-    t->p = calloc(n, sizeof *t->p);
-    if (!t->p) {
-        tl_fail(ctx, "out of memory");
-        return -1;
-    }
-    for (; t->n < n; t->n++) {
-        t->p[t->n] = tl_partner_start(ctx, t->n + 1, fn, (char *)args + t->n * arg_size);
-        if (!t->p[t->n]) {
-            tl_fail(ctx, "cannot start thread %u: %s", t->n + 1, strerror(errno));
-            while (t->n > 0)
-                tl_partner_stop(t->p[--t->n]);
-            free(t->p);
-            t->p = NULL;
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static inline void sync_team_go(sync_team *t, uint64_t iterations)
-{
-    for (unsigned i = 0; i < t->n; i++)
-        tl_partner_go(t->p[i], iterations);
-}
-
-static inline void sync_team_wait(sync_team *t)
-{
-    for (unsigned i = 0; i < t->n; i++)
-        tl_partner_wait(t->p[i]);
-}
-
-static inline void sync_team_stop(sync_team *t)
-{
-    for (unsigned i = 0; i < t->n; i++)
-        tl_partner_stop(t->p[i]);
-    free(t->p);
-    t->p = NULL;
-    t->n = 0;
 }
 
 #endif

@@ -172,6 +172,11 @@ int tl_thread_create(tl_ctx *ctx, unsigned slot, pthread_t *thread, void *(*fn)(
  * slot is unbound.  Returns 0 or an errno value. */
 int tl_attr_place(tl_ctx *ctx, unsigned slot, pthread_attr_t *attr);
 
+/* The path of a regular file relative to this program's directory (e.g.
+ * "../lib/libthreadlab-omp.so" for a library of the build) in out.
+ * Returns 0, or -1 when there is none. */
+int tl_beside_program(const char *relative, char *out, size_t len);
+
 /* Makes the process multi-threaded for the rest of its life (a parked
  * bystander thread).  glibc skips the atomic instructions of lock
  * operations in a process that never created a thread; single-thread lock
@@ -222,6 +227,26 @@ void tl_fail(tl_ctx *ctx, const char *fmt, ...) TL_PRINTF(2, 3);
 /* Writes the pending record as one JSON line and starts a new one. */
 void tl_emit(tl_ctx *ctx);
 
+/* ------------------------------------------------- the ranks of a point */
+
+/* Where a point of an MPI program ran (the record's "mpi" object,
+ * docs/record-schema.md), set by the rank that writes the records.  It
+ * stays for every further record of the point.  Strings are copied. */
+typedef struct {
+    int rank;                 /* the rank writing the record */
+    const char *host;         /* that rank's host */
+    int ranks;                /* ranks taking part in the measurement */
+    int threads_per_rank;     /* threads of each of them in the measurement */
+    int world;                /* ranks the launcher started */
+    const char *transport;    /* "default" or "tcp" (the network transport forced) */
+    const char *thread_level; /* MPI thread support: single, funneled, serialized, multiple */
+    const char *library;      /* the MPI library (first line of MPI_Get_library_version) */
+    const char *const *hosts; /* the distinct hosts of the ranks taking part */
+    unsigned nhosts;
+} tl_mpi_info;
+
+void tl_set_mpi(tl_ctx *ctx, const tl_mpi_info *info);
+
 /* ------------------------------------------- the yield ping-pong's check */
 
 /* The "order" parameter of every yield ping-pong: "interleaved" (the
@@ -255,6 +280,22 @@ tl_partner *tl_partner_start(tl_ctx *ctx, unsigned slot, tl_partner_fn fn, void 
 void tl_partner_go(tl_partner *partner, uint64_t iterations);
 void tl_partner_wait(tl_partner *partner);
 void tl_partner_stop(tl_partner *partner);
+
+/* N partner threads on slots first_slot .. first_slot+N-1, each running fn
+ * on its own argument (args + i * arg_size), driven together: every timing
+ * starts them all and waits for them all, so each runs exactly as many
+ * rounds as main. */
+typedef struct {
+    tl_partner **p;
+    unsigned n;
+} tl_team;
+
+/* Returns 0, or -1 after failing the point (the started ones stopped). */
+int tl_team_start(tl_ctx *ctx, tl_team *team, unsigned first_slot, unsigned n, tl_partner_fn fn, void *args,
+                  size_t arg_size);
+void tl_team_go(tl_team *team, uint64_t iterations);
+void tl_team_wait(tl_team *team);
+void tl_team_stop(tl_team *team);
 
 /* ------------------------------------------------------- futex helpers */
 

@@ -1,0 +1,277 @@
+/* main.c - threadlab-bench-omp-RUNTIME: the OpenMP directive suite on one
+ * runtime (docs/omp-suite.md).  What a runtime is comes from the build
+ * (CMakeLists.txt): OMPB_MODEL names it, OMPB_LIBRARY is what the path of
+ * the library providing GOMP_parallel must contain, and a runtime that is
+ * preloaded gives OMPB_PRELOAD (a library of build/lib) and OMPB_PRELOAD_ENV
+ * (its settings, "NAME=VALUE ..."). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <omp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "ompb.h"
+
+#ifndef OMPB_MODEL
+#error "OMPB_MODEL names the runtime (CMakeLists.txt)"
+#endif
+#ifndef OMPB_LIBRARY
+#error "OMPB_LIBRARY is what the runtime library's path contains (CMakeLists.txt)"
+#endif
+
+const char *const ompb_model = OMPB_MODEL;
+const char *const ompb_thread_values[] = {"1", "2", "4", "8", "16", NULL};
+const char *const ompb_thread_quick[] = {"2", NULL};
+
+/* EPCC's default delay: 0.1 microseconds. */
+#define OMPB_DELAY_NS 100.0
+#define OMPB_REEXEC_ENV "THREADLAB_OMPB_PRELOADED"
+
+static char **saved_argv;
+/* The CPU mask the program started with: the framework binds the main
+ * thread before run(), and a re-executed program must start as this one
+ * did, or it would inherit that one CPU. */
+static cpu_set_t start_mask;
+
+/* ------------------------------------------------------------ the delay */
+
+void ompb_delay(long length)
+{
+    uint64_t a = 1;
+    for (long i = 0; i < length; i++) {
+        a = a * 6364136223846793005u + (uint64_t)i;
+        tl_launder(a);
+    }
+    tl_do_not_optimize(a);
+}
+
+double ompb_delays(const ompb_run *run, uint64_t count)
+{
+    long len = run->delay_length;
+    uint64_t scratch = 0;
+    uint64_t t0 = tl_now();
+    for (uint64_t j = 0; j < count; j++) {
+        ompb_delay(len);
+        scratch++;
+        tl_launder(scratch);
+    }
+    double t = tl_ticks_to_ns(tl_now() - t0);
+    tl_do_not_optimize(scratch);
+    return t;
+}
+
+static double delay_time_ns(long length)
+{
+    uint64_t t0 = tl_now();
+    ompb_delay(length);
+    return tl_ticks_to_ns(tl_now() - t0);
+}
+
+/* The length whose delay lasts OMPB_DELAY_NS: the cost of one iteration
+ * from long runs (the best of five, so a preemption does not inflate it). */
+static void calibrate_delay(ompb_run *run)
+{
+    long length = 1024;
+    while (delay_time_ns(length) < 50e3 && length < (1L << 30))
+        length *= 2;
+    double best = INFINITY;
+    for (int i = 0; i < 5; i++) {
+        double t = delay_time_ns(length) / (double)length;
+        best = t < best ? t : best;
+    }
+    run->delay_length = lround(OMPB_DELAY_NS / best);
+    if (run->delay_length < 1)
+        run->delay_length = 1;
+    run->delay_ns = delay_time_ns(run->delay_length * 1000) / 1000.0;
+}
+
+/* --------------------------------------------------------- the runtime */
+
+/* The library that provides the entry every parallel region calls. */
+static const char *runtime_library(void)
+{
+    void *entry = dlsym(RTLD_DEFAULT, "GOMP_parallel");
+    Dl_info info;
+    if (!entry || !dladdr(entry, &info) || !info.dli_fname)
+        return NULL;
+    return info.dli_fname;
+}
+
+#ifdef OMPB_PRELOAD
+/* Re-executes the program with the runtime preloaded, before anything is
+ * printed.  Returns only when that is impossible (unsupported, or failed). */
+static int preload_runtime(tl_ctx *ctx)
+{
+    if (getenv(OMPB_REEXEC_ENV)) {
+        tl_fail(ctx, "%s was preloaded but does not provide GOMP_parallel (it comes from %s)", OMPB_PRELOAD,
+                runtime_library() ? runtime_library() : "nowhere");
+        return -1;
+    }
+    char library[PATH_MAX];
+    if (tl_beside_program("../lib/" OMPB_PRELOAD, library, sizeof library) != 0) {
+        tl_unsupported(ctx, "%s is not built (looked in ../lib beside this program)", OMPB_PRELOAD);
+        return 1;
+    }
+    char settings[] = OMPB_PRELOAD_ENV;
+    for (char *save = NULL, *kv = strtok_r(settings, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        setenv(kv, eq + 1, 1);
+    }
+    /* A manager no other process can know of: the shim finds none and runs
+     * unmanaged, whatever managers run on the machine (a random name, so no
+     * other user can put an arena there first). */
+    unsigned char random[8];
+    if (getrandom(random, sizeof random, 0) != (ssize_t)sizeof random) {
+        tl_fail(ctx, "getrandom: %s", strerror(errno));
+        return -1;
+    }
+    char arena[64];
+    snprintf(arena, sizeof arena, "/threadlab-ompb-%02x%02x%02x%02x%02x%02x%02x%02x", random[0], random[1],
+             random[2], random[3], random[4], random[5], random[6], random[7]);
+    setenv("THREADLAB_RM_ARENA", arena, 1);
+    const char *old = getenv("LD_PRELOAD");
+    char preload[2 * PATH_MAX];
+    snprintf(preload, sizeof preload, "%s%s%s", library, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("LD_PRELOAD", preload, 1);
+    setenv(OMPB_REEXEC_ENV, "1", 1);
+    if (sched_setaffinity(0, sizeof start_mask, &start_mask) != 0) {
+        tl_fail(ctx, "cannot restore the CPU mask before re-executing: %s", strerror(errno));
+        return -1;
+    }
+    fflush(NULL);
+    execv("/proc/self/exe", saved_argv);
+    tl_fail(ctx, "cannot re-execute with %s preloaded: %s", OMPB_PRELOAD, strerror(errno));
+    return -1;
+}
+#endif
+
+static int runtime_in_place(tl_ctx *ctx)
+{
+    const char *library = runtime_library();
+#ifdef OMPB_PRELOAD
+    if (!library || !strstr(library, OMPB_LIBRARY))
+        return preload_runtime(ctx);
+#endif
+    if (!library || !strstr(library, OMPB_LIBRARY)) {
+        tl_fail(ctx, "runtime %s: GOMP_parallel comes from %s, not %s", ompb_model, library ? library : "nowhere",
+                OMPB_LIBRARY);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ the team */
+
+int ompb_open(tl_ctx *ctx, ompb_run *run)
+{
+    memset(run, 0, sizeof *run);
+    run->ctx = ctx;
+    int rc = runtime_in_place(ctx);
+    if (rc != 0)
+        return rc;
+    long n = tl_param_long(ctx, "threads", 1, TL_MAX_SLOTS);
+    if (tl_require_threads(ctx, (unsigned)n) != 0)
+        return 1;
+    run->n = (int)n;
+    run->t = aligned_alloc(TL_CACHE_LINE, (size_t)n * sizeof *run->t);
+    if (!run->t) {
+        tl_fail(ctx, "out of memory");
+        return -1;
+    }
+    memset(run->t, 0, (size_t)n * sizeof *run->t);
+    /* Exactly n threads in every region, each bound once to its slot: the
+     * runtimes keep their threads from region to region (checked after
+     * every timing by ompb_verify_team). */
+    omp_set_dynamic(0);
+    /* The runtime starts its threads from the program's own mask, not from
+     * the one CPU the framework bound the main thread to: LLVM's libomp
+     * keeps the mask it starts with as its threads' (and runs a team whose
+     * members were rebound later many times slower). */
+    if (sched_setaffinity(0, sizeof start_mask, &start_mask) != 0) {
+        tl_fail(ctx, "cannot restore the main thread's CPU mask: %s", strerror(errno));
+        ompb_close(run);
+        return -1;
+    }
+#pragma omp parallel num_threads(run->n)
+    tl_do_not_optimize(omp_get_thread_num());
+#pragma omp parallel num_threads(run->n)
+    tl_bind_self(ctx, (unsigned)omp_get_thread_num());
+    calibrate_delay(run);
+    return 0;
+}
+
+void ompb_close(ompb_run *run)
+{
+    free(run->t);
+    run->t = NULL;
+}
+
+void ompb_verify_team(ompb_run *run)
+{
+    int team = 0;
+    const tl_ctx *ctx = run->ctx;
+#pragma omp parallel num_threads(run->n)
+    {
+        int id = omp_get_thread_num();
+        if (id == 0)
+            team = omp_get_num_threads();
+        int cpu = id < (int)ctx->nslots ? ctx->cpu[id] : -1;
+        if (cpu >= 0 && sched_getcpu() != cpu)
+            run->t[id].misplaced++;
+    }
+    if (team < run->n)
+        run->small_teams++;
+}
+
+uint64_t ompb_work(const ompb_run *run)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < run->n; i++)
+        sum += run->t[i].work;
+    return sum;
+}
+
+void ompb_checks(ompb_run *run, const char *what)
+{
+    tl_ctx *ctx = run->ctx;
+    uint64_t work = ompb_work(run);
+    tl_check(ctx, "work", work == run->expected, (double)work, "%s: %llu counted, %llu expected", what,
+             (unsigned long long)work, (unsigned long long)run->expected);
+    tl_check(ctx, "team", run->small_teams == 0, (double)run->small_teams,
+             "%llu timings ran with fewer than %d threads", (unsigned long long)run->small_teams, run->n);
+    if (ctx->placement != TL_PLACE_UNBOUND) {
+        uint64_t misplaced = 0;
+        for (int i = 0; i < run->n; i++)
+            misplaced += run->t[i].misplaced;
+        tl_check(ctx, "placement_team", misplaced == 0, (double)misplaced,
+                 "%llu times a team thread was found off its CPU after a timing", (unsigned long long)misplaced);
+    }
+    const char *library = runtime_library();
+    tl_check(ctx, "runtime", library && strstr(library, OMPB_LIBRARY), NAN, "GOMP_parallel from %s (%s expected)",
+             library ? library : "nowhere", OMPB_LIBRARY);
+    tl_extra_str(ctx, "runtime_library", library ? library : "");
+    tl_extra_num(ctx, "delay_ns", run->delay_ns);
+    tl_extra_num(ctx, "delay_length", (double)run->delay_length);
+}
+
+/* ---------------------------------------------------------------- main */
+
+static const tl_bench *const families[] = {ompb_sync, ompb_sched, ompb_task};
+
+int main(int argc, char **argv)
+{
+    saved_argv = argv;
+    if (sched_getaffinity(0, sizeof start_mask, &start_mask) != 0)
+        CPU_ZERO(&start_mask);
+    return tl_main_families(argc, argv, families, sizeof families / sizeof families[0]);
+}

@@ -1,0 +1,99 @@
+"""The OpenMP directive suite for real (docs/omp-suite.md): every construct
+on every runtime built here, through `threadlab bench --suite omp`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REAL_NATIVE_DIR, REPO, stored_records
+from threadlab import schema
+
+RUNTIMES = {"gomp": "libgomp", "llvmomp": "libomp", "shim": "libthreadlab-omp"}
+BUILT = {m: REAL_NATIVE_DIR / f"threadlab-bench-omp-{m}" for m in RUNTIMES
+         if os.access(REAL_NATIVE_DIR / f"threadlab-bench-omp-{m}", os.X_OK)}
+needs_omp = pytest.mark.skipif("gomp" not in BUILT, reason="no threadlab-bench-omp-gomp (OpenMP not found, or not built)")
+ASAN_DIR = Path(os.environ.get("THREADLAB_ASAN_DIR") or "/nonexistent")
+
+
+def _bench(tmp_path: Path, *args: str, native_dir: Path = REAL_NATIVE_DIR) -> tuple[int, str, list[dict[str, Any]]]:
+    db = tmp_path / "omp.db"
+    env = {**os.environ, "THREADLAB_NATIVE_DIR": str(native_dir), "PYTHONPATH": str(REPO / "python"),
+           "THREADLAB_DB": str(db)}
+    done = subprocess.run([sys.executable, "-m", "threadlab", "bench", "--suite", "omp", "--quick", "--quiet",
+                           "--timeout", "60", *args], capture_output=True, text=True, env=env, timeout=600, check=False)
+    return done.returncode, done.stderr, stored_records(db) if db.exists() else []
+
+
+@needs_omp
+def test_every_construct_on_every_runtime(tmp_path: Path) -> None:
+    code, err, records = _bench(tmp_path, "--placement", "different-cpus")
+    assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []
+    failed = [f"{r['model']} {r['benchmark']} {r['params']}: {r['reason']}" for r in records if r["status"] == "failed"]
+    assert failed == [] and code == 0, "\n".join(failed) + err
+    assert {r["model"] for r in records} == set(BUILT)
+    constructs = {"parallel", "for", "parallel_for", "barrier", "single", "critical", "lock", "atomic", "reduction"}
+    threads = 2 if len(os.sched_getaffinity(0)) >= 2 else None
+    for model in BUILT:
+        mine = [r for r in records if r["model"] == model]
+        assert {r["params"]["construct"] for r in mine if r["benchmark"] == "omp.sync"} == constructs
+        assert {r["params"]["schedule"] for r in mine if r["benchmark"] == "omp.schedule"} == {"static", "dynamic", "guided"}
+        assert {r["params"]["construct"] for r in mine if r["benchmark"] == "omp.task"} == {
+            "parallel_task", "master_task", "taskwait"}
+        for r in mine:
+            if threads is None:  # one CPU: different CPUs for two threads cannot be had
+                assert r["status"] == "unsupported"
+                continue
+            assert r["status"] == "ok" and r["metric"] == "overhead"
+            checks = {c["name"]: c for c in r["checks"]}
+            # the work done, the team, where it ran, and which runtime served it
+            assert {"work", "team", "placement_team", "runtime"} <= set(checks)
+            assert all(c["ok"] for c in r["checks"]), r["checks"]
+            assert RUNTIMES[model] in r["extra"]["runtime_library"]
+            # EPCC: the reference (the delay alone, one thread) is subtracted
+            assert r["overhead_ns"] is not None and r["extra"]["delay_ns"] > 0
+
+
+@needs_omp
+def test_threads_beyond_the_cpus_are_unsupported_when_placed() -> None:
+    many = str(len(os.sched_getaffinity(0)) + 1)
+    env = {**os.environ, "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR)}
+    done = subprocess.run([str(BUILT["gomp"]), "--run", "omp.sync", "--param", f"threads={many}", "--placement",
+                           "different-cpus", "--quick"], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert done.returncode == 0
+    record = schema.parse_record_line(done.stdout.splitlines()[0])
+    assert record["status"] == "unsupported" and f"needs {many} distinct CPUs" in record["reason"]
+    done = subprocess.run([str(BUILT["gomp"]), "--run", "omp.sync", "--param", "construct=nothing", "--quick"],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert done.returncode == 2 and "construct=nothing" in done.stderr and "accepted: parallel, for" in done.stderr
+
+
+@pytest.mark.skipif(not (ASAN_DIR / "threadlab-bench-omp-gomp").exists(), reason="no ASan build of the omp suite")
+def test_the_asan_build_measures_cleanly(tmp_path: Path) -> None:
+    code, err, records = _bench(tmp_path, "--filter", "omp.sync,omp.task", "--placement", "unbound",
+                                native_dir=ASAN_DIR)
+    failed = [f"{r['model']} {r['benchmark']} {r['params']}: {r['reason']}" for r in records if r["status"] == "failed"]
+    assert records and failed == [], "\n".join(failed)
+    assert code == 0, err
+
+
+@pytest.mark.skipif("gomp" not in BUILT or not os.access(REAL_NATIVE_DIR / "threadlab-crosscheck-omp", os.X_OK),
+                    reason="no omp suite or no threadlab-crosscheck-omp")
+def test_crosscheck_of_region_and_barrier(monkeypatch: pytest.MonkeyPatch, run_cli: Any) -> None:
+    """Both sides measured and paired; their ratio is for the reader (a
+    loaded machine moves it), not asserted."""
+    monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(REAL_NATIVE_DIR))
+    code, out, _ = run_cli("crosscheck", "--suite", "omp", "--rounds", "1", "--json")
+    assert code == 0
+    results = [json.loads(line) for line in out.splitlines()]
+    assert [(r["benchmark"], r["params"]["construct"]) for r in results] == [("omp.sync", "parallel"),
+                                                                              ("omp.sync", "barrier")]
+    assert all(r["suite_median_ns"] > 0 and r["naive_median_ns"] > 0 and r["ratio"] > 0 for r in results)
+    code, _, err = run_cli("crosscheck", "--suite", "omp", "--launcher", "mpirun")
+    assert code == 2 and "--launcher applies to crosscheck --suite mpi only" in err

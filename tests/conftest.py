@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
-from threadlab import cli
+from threadlab.cli import bench as cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
@@ -96,7 +96,7 @@ def run_native_point(program: Path, name: str, *args: str, env: dict[str, str] |
                      ) -> tuple[int, list[dict[str, Any]], str]:
     """One --quick point of a native benchmark program: its exit status, its
     records (each asserted valid against the record format) and stderr."""
-    from threadlab import schema
+    from threadlab.records import schema
 
     done = subprocess.run([str(program), "--run", name, "--quick", *args], capture_output=True, text=True,
                           timeout=120, check=False, env={**os.environ, **(env or {})})
@@ -120,7 +120,7 @@ def make_record(**changes: Any) -> dict[str, Any]:
 
 def measured(benchmark: str, samples: list[float], placement: str = "none", **changes: Any) -> dict[str, Any]:
     """A valid ok record of the given samples."""
-    from threadlab import stats
+    from threadlab.analysis import stats
 
     summary = stats.summarize(samples).as_dict()
     return make_record(benchmark=benchmark, placement=placement, samples=samples, summary=summary, **changes)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from conftest import REAL_NATIVE_DIR, REPO
-from threadlab import rm
+from threadlab.native import rm
 
 RM = REAL_NATIVE_DIR / rm.RM_PROGRAM
 PROBE = REAL_NATIVE_DIR / "threadlab-omp-probe"

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from conftest import make_record, measured
-from threadlab.store import Store
+from threadlab.records.store import Store
 
 
 def timings(median: float, n: int = 20, spread: float = 0.03, seed: int = 0) -> list[float]:

@@ -132,7 +132,7 @@ def test_regression_gate_ignores_differences_that_are_not_significant(db_path: P
     noisy_a = [point("pthread.mutex.pingpong", "same-cpu", 1000.0, n=4, seed=1)]
     noisy_b = [point("pthread.mutex.pingpong", "same-cpu", 1000.0, n=4, seed=2)]
     noisy_b[0]["samples"] = [1000.0, 3000.0, 900.0, 1200.0]
-    from threadlab import stats
+    from threadlab.analysis import stats
     noisy_b[0]["summary"] = stats.summarize(noisy_b[0]["samples"]).as_dict()
     store_run(db_path, noisy_a)
     store_run(db_path, noisy_b)

@@ -9,7 +9,7 @@ from typing import Callable
 import pytest
 
 from conftest import REAL_NATIVE_DIR
-from threadlab import crosscheck
+from threadlab.run import crosscheck
 
 RunCli = Callable[..., tuple[int, str, str]]
 

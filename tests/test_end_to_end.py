@@ -13,7 +13,7 @@ from typing import Callable
 import pytest
 
 from conftest import REAL_NATIVE_DIR, REPO, stored_records
-from threadlab import schema
+from threadlab.records import schema
 
 RunCli = Callable[..., tuple[int, str, str]]
 

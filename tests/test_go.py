@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from conftest import REAL_NATIVE_DIR, stored_records
-from threadlab import schema
+from threadlab.records import schema
 
 PROGRAM = REAL_NATIVE_DIR / "threadlab-bench-go"
 pytestmark = pytest.mark.skipif(not PROGRAM.exists(), reason="the Go suite is not built (make go; needs Go)")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import FIXTURES, REAL_NATIVE_DIR, REPO, stored_records
-from threadlab import schema
+from threadlab.records import schema
 from threadlab.producers import jdk, jmh, limits
 from threadlab.producers.limits import MachineLimits
 

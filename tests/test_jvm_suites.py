@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from conftest import stored_records
-from threadlab import native
-from threadlab.native import PointOptions
+from threadlab.native import protocol as native
+from threadlab.native.protocol import PointOptions
 
 # One fake program per suite; the jvm one offers threads.start for two
 # models (as the real launchers do), the go one the same name again.

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import REAL_NATIVE_DIR, REPO, run_native_point, stored_records
-from threadlab import schema
+from threadlab.records import schema
 
 MODELS = ("pthread", "process", "ult", "boost-fiber")
 SHARED_NAMES = {

@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 
 from conftest import REAL_NATIVE_DIR, REPO, stored_records
-from threadlab import launcher, native, schema
+from threadlab.native import launcher
+from threadlab.native import protocol as native
+from threadlab.records import schema
 from threadlab.errors import ThreadlabError, UserError
 
 PROGRAM = REAL_NATIVE_DIR / "threadlab-bench-mpi"

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from conftest import REAL_NATIVE_DIR, REPO, stored_records, wait_for_records
-from threadlab import schema
+from threadlab.records import schema
 from threadlab.errors import UserError
 from threadlab.study import multiprog, tables_multiprog
 
@@ -499,7 +499,7 @@ def test_an_instance_that_cannot_start_fails_its_experiment(tmp_path: Path) -> N
     program.chmod(0o755)  # executable, but no interpreter line: exec fails
     plan = multiprog.make_plan(program=program, apps=["cg"], baselines=["gomp"], degrees=[2], runs=1, seed=1,
                                cpus=[0], dedicated=False)
-    from threadlab.runner import StopRequest
+    from threadlab.run.runner import StopRequest
 
     experiment = multiprog.run_experiment(plan, plan.cells[0], StopRequest())
     assert experiment is not None and experiment.kind == "failed"

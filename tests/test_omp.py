@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from rmtools import NCPUS, PROBE, SHIM, Lab, lab, native_env, needs_native, poll  # noqa: F401
-from threadlab import rm
+from threadlab.native import rm
 
 
 

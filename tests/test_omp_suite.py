@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import REAL_NATIVE_DIR, REPO, stored_records
-from threadlab import schema
+from threadlab.records import schema
 
 RUNTIMES = {"gomp": "libgomp", "llvmomp": "libomp", "shim": "libthreadlab-omp"}
 BUILT = {m: REAL_NATIVE_DIR / f"threadlab-bench-omp-{m}" for m in RUNTIMES

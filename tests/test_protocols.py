@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import REAL_NATIVE_DIR, run_native_point
-from threadlab import native
+from threadlab.native import protocol as native
 
 PROGRAM = REAL_NATIVE_DIR / "threadlab-bench-posix"
 pytestmark = pytest.mark.skipif(not os.access(PROGRAM, os.X_OK), reason=f"no native build at {PROGRAM}")

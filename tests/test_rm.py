@@ -17,7 +17,7 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from rmtools import NCPUS, RM, Lab, lab, native_env, needs_native, poll  # noqa: F401 - fixtures
-from threadlab import rm
+from threadlab.native import rm
 from threadlab.errors import ThreadlabError, UserError
 
 CliRunner = Callable[..., tuple[int, str, str]]

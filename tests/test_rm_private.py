@@ -19,7 +19,7 @@ import pytest
 
 from conftest import REAL_NATIVE_DIR, REPO
 from rmtools import DEADLINE_S, native_env, needs_native, poll  # noqa: F401 - fixtures
-from threadlab import rm
+from threadlab.native import rm
 
 pytestmark = needs_native
 BENCH_OMP = REAL_NATIVE_DIR / "threadlab-bench-omp"

@@ -11,9 +11,10 @@ from typing import Callable
 import pytest
 
 from conftest import stored_records
-from threadlab import native, schema
-from threadlab.native import BenchmarkInfo, ParamInfo
-from threadlab.runner import expand_sweep
+from threadlab.native import protocol as native
+from threadlab.records import schema
+from threadlab.native.protocol import BenchmarkInfo, ParamInfo
+from threadlab.run.runner import expand_sweep
 
 RunCli = Callable[..., tuple[int, str, str]]
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from threadlab import native
-from threadlab.native import BenchmarkInfo
-from threadlab.runner import Point, StopRequest, run_point
+from threadlab.native import protocol as native
+from threadlab.native.protocol import BenchmarkInfo
+from threadlab.run.runner import Point, StopRequest, run_point
 
 PROGRAM = """
 import json, os, sys, time
-from threadlab.record import new_record
+from threadlab.records.record import new_record
 record = new_record("x.closes", "pthread", metric="time", params={}, placement="none", cpus=[], unit="ns",
                     quantity="time per x", status="unsupported", reason="not here")
 sys.stdout.write(json.dumps(record) + "\\n")

@@ -10,9 +10,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from conftest import load_real_record, make_record
-from threadlab import schema
-from threadlab.native import BenchmarkInfo
-from threadlab.runner import Point, failed_record
+from threadlab.records import schema
+from threadlab.native.protocol import BenchmarkInfo
+from threadlab.run.runner import Point, failed_record
 
 
 def test_schema_file_is_valid_draft_2020_12() -> None:

@@ -17,7 +17,7 @@ import pytest
 from conftest import make_record
 from hostile import environment, run_threadlab
 from synthetic import pingpong_run, store_run
-from threadlab import transfer
+from threadlab.records import transfer
 
 RunCli = Callable[..., tuple[int, str, str]]
 
@@ -128,7 +128,7 @@ def test_ctrl_c_while_threadlab_loads_is_one_line() -> None:
 import importlib.abc, sys
 class CtrlC(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "threadlab.compare":  # a module the command line imports
+        if name == "threadlab.analysis.compare":  # a module the command line imports
             raise KeyboardInterrupt
         return None
 sys.meta_path.insert(0, CtrlC())

@@ -238,7 +238,7 @@ def test_csv_cells_cannot_be_formulas(db_path: Path, tmp_path: Path, run_cli: Ru
 
 
 def test_compare_csv_cells_cannot_be_formulas() -> None:
-    from threadlab import compare
+    from threadlab.analysis import compare
 
     records = [point("pthread.mutex.pingpong", "same-cpu", 2000.0, seed=1)]
     pair = compare.compare_sides(compare.Side("=1+1", "A", records), compare.Side("@SUM(A1)", "B", records))
@@ -248,7 +248,7 @@ def test_compare_csv_cells_cannot_be_formulas() -> None:
 
 
 def test_negative_numbers_stay_numbers_in_csv() -> None:
-    from threadlab.sanitize import csv_cell
+    from threadlab.output.sanitize import csv_cell
 
     assert csv_cell(-1.5) == -1.5 and csv_cell("-1.5") == "-1.5" and csv_cell("-2e-3") == "-2e-3"
     assert csv_cell("-1+1") == "'-1+1" and csv_cell("\t=1") == "'\t=1" and csv_cell("\r=1") == "'\r=1"
@@ -293,7 +293,7 @@ def test_a_program_name_in_rm_status_is_text_not_markup() -> None:
     `threadlab rm status` must print it, never interpret it as rich markup."""
     from rich.console import Console
 
-    from threadlab.rm_cli import render_status
+    from threadlab.cli.rm import render_status
 
     state = {"running": True, "directory": "/d", "arena": "/a", "layout_version": 1, "ncpus": 2,
              "manager": {"pid": 1, "policy": "timeshare", "quantum_ms": 100, "fresh": True},

@@ -106,7 +106,7 @@ def test_a_stopped_child_is_killed_by_the_timeout_and_recorded_with_the_reason(
 
 def test_a_child_has_a_time_limit_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     """The child's own timer ends it when nobody else does."""
-    from threadlab import process
+    from threadlab.native import process
 
     monkeypatch.setattr(process, "GRACE_S", 0.0)
     monkeypatch.setattr(process, "GRACE_FRACTION", 0.0)
@@ -118,7 +118,7 @@ def test_a_child_has_a_time_limit_of_its_own(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_child_has_a_cpu_limit_and_its_own_session() -> None:
-    from threadlab import process
+    from threadlab.native import process
 
     script = ("import os, resource; print(resource.getrlimit(resource.RLIMIT_CPU)[0], os.getsid(0) == os.getpid(), "
               "os.getpgrp() == os.getpid())")
@@ -133,7 +133,7 @@ def test_a_child_has_a_cpu_limit_and_its_own_session() -> None:
 def test_a_child_dies_when_its_parent_dies_without_a_word() -> None:
     """The parent-death signal, for a child started by another program
     through process.start (as the JVM launcher starts its JVM)."""
-    script = ("import sys, time; sys.path.insert(0, sys.argv[1]); from threadlab import process; "
+    script = ("import sys, time; sys.path.insert(0, sys.argv[1]); from threadlab.native import process; "
               "child = process.start(['sleep', '300'], timeout_s=None); print(child.pid, flush=True); time.sleep(300)")
     parent = subprocess.Popen([sys.executable, "-c", script, str(REPO / "python")], stdout=subprocess.PIPE, text=True)
     try:
@@ -152,8 +152,8 @@ def test_a_child_dies_when_its_parent_dies_without_a_word() -> None:
 
 # Where a child process may be started other than through threadlab.process.
 _OTHER_STARTS = {
-    "python/threadlab/process.py": "the one place",
-    "python/threadlab/rm.py": "the resource manager's own start and stop (docs/rm.md)",
+    "python/threadlab/native/process.py": "the one place",
+    "python/threadlab/native/rm.py": "the resource manager's own start and stop (docs/rm.md)",
 }
 
 

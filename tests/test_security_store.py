@@ -14,9 +14,9 @@ import pytest
 
 from hostile import OTHER_UID, in_mount_namespace, require_root, run_threadlab, shell_threadlab, without_write_override
 from synthetic import pingpong_run, store_run
-from threadlab import store as store_module
+from threadlab.records import store as store_module
 from threadlab.errors import UserError
-from threadlab.store import Store
+from threadlab.records.store import Store
 
 RunCli = Callable[..., tuple[int, str, str]]
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.stats as sp
 
-from threadlab import stats
+from threadlab.analysis import stats
 
 # R: t.test(extra ~ group, data = sleep) and wilcox.test(extra ~ group, data = sleep)
 SLEEP_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]

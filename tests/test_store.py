@@ -16,9 +16,9 @@ from typing import Callable
 import pytest
 
 from conftest import REPO, make_record, stored_records, threadlab_process, wait_for_records
-from threadlab import store as store_module
+from threadlab.records import store as store_module
 from threadlab.errors import ThreadlabError, UserError
-from threadlab.store import Migration, NoStore, Store
+from threadlab.records.store import Migration, NoStore, Store
 
 RunCli = Callable[..., tuple[int, str, str]]
 
@@ -205,7 +205,7 @@ _WRITER = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    from threadlab.store import Store
+    from threadlab.records.store import Store
     record = json.loads(Path(sys.argv[2]).read_text())
     with Store(Path(sys.argv[1])) as store:
         run_id = store.create_run(name=None, command=[], options={}, catalog=[], environment={"host": {}},

@@ -21,7 +21,8 @@ import pytest
 from scipy import stats as scipy_stats
 
 from conftest import FIXTURES, stored_records, threadlab_process, wait_for_records
-from threadlab import schema, stats
+from threadlab.records import schema
+from threadlab.analysis import stats
 from threadlab.errors import UserError
 from threadlab.study import apps, tables
 
@@ -284,7 +285,7 @@ def test_speedups_and_priority_effects_on_fixed_data(fake_apps: Path) -> None:
 
 
 def test_tables_render_every_section(fake_apps: Path) -> None:
-    from threadlab.table import make_console
+    from threadlab.output.table import make_console
     import io
 
     plan = _filled_plan({("pthread 64-bit normal os", 1): [0.1, 0.11], ("pthread 64-bit normal os", 2): [0.05, 0.06],
@@ -329,7 +330,7 @@ def test_every_outcome_of_a_run(fake_apps: Path, monkeypatch: pytest.MonkeyPatch
 def test_a_run_without_a_positive_time_fails(fake_apps: Path, tmp_path: Path) -> None:
     """The rate divides by the time: a result whose time_s is 0 is a failed
     run, not a sample (its records stay valid)."""
-    from threadlab.runner import StopRequest
+    from threadlab.run.runner import StopRequest
 
     plan = _plan(threads=[1], runs=1, design="none", kernel_names=["pi"])
     cell = plan.cells[0]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from conftest import REAL_NATIVE_DIR, REPO, stored_records
-from threadlab import schema
+from threadlab.records import schema
 from threadlab.study import apps, tables
 
 KERNELS = apps.KERNELS

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from conftest import make_record, measured
-from threadlab import stats, table
-from threadlab.units import format_duration, format_relative, format_value
+from threadlab.analysis import stats
+from threadlab.output import table
+from threadlab.output.units import format_duration, format_relative, format_value
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import REPO, make_record
 from synthetic import derived, pingpong_run, store_run
-from threadlab.store import Store
+from threadlab.records.store import Store
 
 RunCli = Callable[..., tuple[int, str, str]]
 

@@ -26,9 +26,9 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from threadlab import stats
+from threadlab.analysis import stats
 from threadlab.errors import UserError
-from threadlab.points import (
+from threadlab.analysis.points import (
     RECORD_DIMENSIONS,
     canonical_params,
     dimension_value,
@@ -40,9 +40,9 @@ from threadlab.points import (
     samples_in,
     varying_params,
 )
-from threadlab.sanitize import CsvWriter, markdown
-from threadlab.table import Footnotes
-from threadlab.units import format_number, format_value, is_time_unit
+from threadlab.output.sanitize import CsvWriter, markdown
+from threadlab.output.table import Footnotes
+from threadlab.output.units import format_number, format_value, is_time_unit
 
 if TYPE_CHECKING:  # rich is imported when a table is printed
     from rich.console import Console

@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from threadlab import stats
-from threadlab.table import PLACEMENT_HEADERS, PLACEMENT_ORDER, multi_model
-from threadlab.units import format_value, is_time_unit, to_ns
+from threadlab.analysis import stats
+from threadlab.output.table import PLACEMENT_HEADERS, PLACEMENT_ORDER, multi_model
+from threadlab.output.units import format_value, is_time_unit, to_ns
 
 IDENTITY_FIELDS = ("benchmark", "model", "metric", "params", "placement")
 # Dimensions a comparison within one run can vary; any other name is a param.

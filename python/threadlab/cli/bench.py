@@ -28,17 +28,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from threadlab import __version__, compare, crosscheck, environment, launcher, native, runner, schema, stats, transfer
+from threadlab import __version__
+from threadlab.analysis import compare
+from threadlab.run import crosscheck
+from threadlab.run import environment
+from threadlab.native import launcher
+from threadlab.native import protocol as native
+from threadlab.run import runner
+from threadlab.records import schema
+from threadlab.analysis import stats
+from threadlab.records import transfer
 from threadlab.errors import ThreadlabError, UserError
-from threadlab.native import NATIVE_DEFAULTS, PLACEMENTS, BenchmarkInfo, PointOptions
-from threadlab.output import OutputClosed, OutputFile, write_output
-from threadlab.progress import Progress
-from threadlab.sanitize import printable, printable_lines
-from threadlab.store import NoStore, Store, default_db_path, user_data_db_path, validate_run_name
-from threadlab import rm_cli
-from threadlab.study import cli as study_cli
-from threadlab.table import make_console, render_results
-from threadlab.units import format_duration
+from threadlab.native.protocol import NATIVE_DEFAULTS, PLACEMENTS, BenchmarkInfo, PointOptions
+from threadlab.output.files import OutputClosed, OutputFile, write_output
+from threadlab.run.progress import Progress
+from threadlab.output.sanitize import printable, printable_lines
+from threadlab.records.store import NoStore, Store, default_db_path, user_data_db_path, validate_run_name
+from threadlab.cli import rm as rm_cli
+from threadlab.cli import study as study_cli
+from threadlab.output.table import make_console, render_results
+from threadlab.output.units import format_duration
 
 PROG = "threadlab"
 DEFAULT_TIMEOUT_S = 120.0
@@ -699,7 +708,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for info in selected:
             print(json.dumps(info.as_dict()))
         return EXIT_OK
-    from threadlab.listing import render_catalog
+    from threadlab.output.listing import render_catalog
 
     render_catalog(make_console(), selected)
     return EXIT_OK
@@ -725,14 +734,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         print(f"No runs yet in {store.path}.")
         return EXIT_OK
-    from threadlab.listing import render_runs
+    from threadlab.output.listing import render_runs
 
     render_runs(make_console(), runs)
     return EXIT_OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from threadlab.listing import render_run_header
+    from threadlab.output.listing import render_run_header
 
     with Store(_db_path(args), readonly=True) as store:
         run = store.resolve_run(args.run)
@@ -799,7 +808,7 @@ def _select(records: list[dict[str, Any]], patterns: Sequence[str]) -> list[dict
 def _machine_sides(runs: Sequence[Any], records: dict[int, list[dict[str, Any]]]) -> list[compare.Side]:
     """--by machine: one side per machine; a later run's point replaces an
     earlier run's point of the same machine."""
-    from threadlab.points import record_key
+    from threadlab.analysis.points import record_key
 
     grouped: dict[str, list[Any]] = {}
     for run in runs:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from threadlab import rm
+from threadlab.native import rm
 from threadlab.errors import ThreadlabError, UserError
 
 EXIT_NOT_RUNNING = rm.EXIT_NOT_RUNNING
@@ -31,7 +31,7 @@ DEFAULT_WATCH_S = 1.0
 def add_parsers(commands: Any) -> None:
     """`threadlab rm ...` and `threadlab omp run`.  They take no --db: they
     keep no records (`threadlab study multiprog` stores the measurements)."""
-    from threadlab import cli
+    from threadlab.cli import bench as cli
 
     where = cli.ArgumentParser(add_help=False)
     where.add_argument("--dir", type=Path, metavar="PATH", default=None,
@@ -135,7 +135,7 @@ def _policy(text: str) -> str:
 
 def _add_policy_and_quantum(parser: argparse.ArgumentParser, when: str, quantum_default: int | None) -> None:
     """--policy and --quantum-ms, as `start` and `set` take them."""
-    from threadlab import cli
+    from threadlab.cli import bench as cli
 
     shown = f" (default {rm.DAEMON_DEFAULT_POLICY})" if when == "start" else ""
     parser.add_argument("--policy", type=_policy, metavar="P",
@@ -237,7 +237,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0 if state.get("running") else EXIT_NOT_RUNNING
     if not state.get("running") and state.get("reason") == "no arena":
         return _not_running(directory)
-    from threadlab import cli
+    from threadlab.cli import bench as cli
 
     cli.make_console().print(render_status(state))
     return 0 if state.get("running") else EXIT_NOT_RUNNING
@@ -249,7 +249,7 @@ def _watch(directory: Path, interval: float, as_json: bool) -> int:
     place; into a pipe or file each snapshot follows the last."""
     from rich.live import Live
 
-    from threadlab import cli
+    from threadlab.cli import bench as cli
 
     console = cli.make_console()
     try:

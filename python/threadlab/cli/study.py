@@ -14,18 +14,21 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from threadlab import __version__, environment, native, schema
+from threadlab import __version__
+from threadlab.run import environment
+from threadlab.native import protocol as native
+from threadlab.records import schema
 from threadlab.errors import ThreadlabError, UserError
-from threadlab.runner import signal_name
+from threadlab.run.runner import signal_name
 from threadlab.study import apps, multiprog
-from threadlab.units import format_duration
+from threadlab.output.units import format_duration
 
 STUDIES = ("apps", "multiprog")
 
 
 def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     """`threadlab study` and its studies."""
-    from threadlab import cli
+    from threadlab.cli import bench as cli
 
     study = commands.add_parser(
         "study", parents=[common], help="run a study: a matrix of scenarios, many runs each (apps, multiprog)",
@@ -81,7 +84,7 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _add_multiprog(studies: Any, common: argparse.ArgumentParser) -> None:
-    from threadlab import cli
+    from threadlab.cli import bench as cli
 
     m = studies.add_parser(
         "multiprog", parents=[common], help="OpenMP programs sharing the CPUs: the manager against libgomp (seed 004)",
@@ -134,7 +137,7 @@ def _add_run_options(parser: argparse.ArgumentParser, *, order: str, timeout: st
                      dry_run: str) -> None:
     """The options every study has: --seed, --timeout, --name, --json,
     --quiet, --dry-run."""
-    from threadlab import cli
+    from threadlab.cli import bench as cli
 
     parser.add_argument("--seed", type=cli.number("--seed", int, 0, 2**32 - 1), metavar="N",
                         help=f"seed of the {order} order (default: random, recorded with the run)")
@@ -148,13 +151,13 @@ def _add_run_options(parser: argparse.ArgumentParser, *, order: str, timeout: st
 
 
 def rm_policies() -> tuple[str, ...]:
-    from threadlab import rm
+    from threadlab.native import rm
 
     return rm.POLICIES
 
 
 def _rm_policy(text: str) -> str:
-    from threadlab import rm
+    from threadlab.native import rm
 
     return rm.check_policy(text, "--policy")
 
@@ -204,8 +207,8 @@ def _bench_program() -> list[Path]:
 
 
 def cmd_apps(args: argparse.Namespace) -> int:
-    from threadlab import cli
-    from threadlab.store import validate_run_name
+    from threadlab.cli import bench as cli
+    from threadlab.records.store import validate_run_name
 
     name = validate_run_name(args.name) if args.name is not None else None
     plan = _plan(args)
@@ -239,8 +242,8 @@ def _stored_study(args: argparse.Namespace, *, name: str | None, options: dict[s
     """Creates the run in the store, runs the study with progress, keeps
     every record as it comes, and finishes the run (complete, interrupted
     or failed) whatever happens: (label, status, result, seconds)."""
-    from threadlab import cli
-    from threadlab.store import Store
+    from threadlab.cli import bench as cli
+    from threadlab.records.store import Store
 
     db_path = cli._db_path(args)
     with Store(db_path) as store:
@@ -275,8 +278,8 @@ def _stored_study(args: argparse.Namespace, *, name: str | None, options: dict[s
 
 
 def cmd_multiprog(args: argparse.Namespace) -> int:
-    from threadlab import cli
-    from threadlab.store import validate_run_name
+    from threadlab.cli import bench as cli
+    from threadlab.records.store import validate_run_name
 
     name = validate_run_name(args.name) if args.name is not None else None
     plan = multiprog.make_plan(
@@ -286,7 +289,7 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
         quantum_ms=args.quantum_ms or multiprog.DEFAULT_QUANTUM_MS, timeout_s=args.timeout, quick=args.quick,
     )
     if "rm" in plan.baselines:  # both must exist before anything runs
-        from threadlab import rm
+        from threadlab.native import rm
 
         rm.find_native(rm.RM_PROGRAM)
         rm.find_native(rm.SHIM_LIBRARY)

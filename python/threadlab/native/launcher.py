@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Sequence
 
-from threadlab import process
+from threadlab.native import process
 from threadlab.errors import ThreadlabError, UserError
 
 # Beside the MPI program: the launcher of the MPI library it was built with

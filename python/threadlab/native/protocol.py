@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from threadlab import process
+from threadlab.native import process
 from threadlab.errors import ThreadlabError
 
 PROGRAM_PREFIX = "threadlab-bench-"
@@ -61,8 +61,8 @@ def suite_options(suite: str) -> tuple[str, ...]:
 
 
 def repository_root() -> Path:
-    """The source tree this package lives in (python/threadlab/native.py)."""
-    return Path(__file__).resolve().parents[2]
+    """The source tree this package lives in (python/threadlab/native/protocol.py)."""
+    return Path(__file__).resolve().parents[3]
 
 
 @dataclass(frozen=True)

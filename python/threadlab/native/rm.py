@@ -38,7 +38,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Mapping, Sequence
 
-from threadlab import native
+from threadlab.native import protocol as native
 from threadlab.errors import ThreadlabError, UserError
 
 RM_PROGRAM = "threadlab-rm"

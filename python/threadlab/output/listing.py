@@ -12,10 +12,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from threadlab import environment
-from threadlab.native import BenchmarkInfo
-from threadlab.store import RunInfo
-from threadlab.units import format_duration
+from threadlab.run import environment
+from threadlab.native.protocol import BenchmarkInfo
+from threadlab.records.store import RunInfo
+from threadlab.output.units import format_duration
 
 
 def local_time(iso: str | None) -> str:

@@ -21,8 +21,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from threadlab import stats
-from threadlab.units import format_relative, format_value, is_time_unit, to_ns
+from threadlab.analysis import stats
+from threadlab.output.units import format_relative, format_value, is_time_unit, to_ns
 
 if TYPE_CHECKING:  # rich is imported when a table is printed: `threadlab --help` does not pay for it
     from rich.console import Console
@@ -74,8 +74,8 @@ def _console_class() -> type[Console]:
     from rich.console import Console
     from rich.segment import Segment
 
-    from threadlab.output import OutputClosed
-    from threadlab.sanitize import printable_lines
+    from threadlab.output.files import OutputClosed
+    from threadlab.output.sanitize import printable_lines
 
     class SafeConsole(Console):
         """Every table, listing and message printed through it: the text of

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from threadlab import process
+from threadlab.native import process
 from threadlab.errors import ThreadlabError
 
 MINIMUM_FEATURE = 21

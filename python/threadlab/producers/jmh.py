@@ -40,12 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from threadlab import process
-from threadlab.native import repository_root
+from threadlab.native import process
+from threadlab.native.protocol import repository_root
 from threadlab.producers import jdk as jdk_module
 from threadlab.producers import limits as limits_module
 from threadlab.producers.limits import MachineLimits, ThreadCost
-from threadlab.record import new_record
+from threadlab.records.record import new_record
 
 SUITE = "jvm"
 MODELS: dict[str, str] = {"jvm-platform": "platform", "jvm-virtual": "virtual"}
@@ -274,7 +274,7 @@ def _clean_extra(extra: dict[str, Any]) -> dict[str, Any]:
 
 def measured(bench: JvmBenchmark, model: str, params: dict[str, str], samples: list[float], *, iterations: int,
              warmup: int, elapsed_s: float | None, clock: str | None, extra: dict[str, Any]) -> dict[str, Any]:
-    from threadlab import stats  # numpy: only a measured point pays for it
+    from threadlab.analysis import stats  # numpy: only a measured point pays for it
 
     record = record_base(bench, model, params)
     summary = stats.summarize(samples).as_dict()

@@ -16,8 +16,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from threadlab import stats
-from threadlab.units import to_ns
+from threadlab.analysis import stats
+from threadlab.output.units import to_ns
 
 # The seed's published means and standard deviations, in seconds
 # (platform, virtual), and what its sample was.
@@ -129,7 +129,7 @@ def markdown(tables: Sequence[SeedTable]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from threadlab.store import Store, default_db_path
+    from threadlab.records.store import Store, default_db_path
 
     parser = argparse.ArgumentParser(prog="python -m threadlab.producers.seedtables",
                                      description="seed 003's Tables 1-4 from stored runs (Markdown)")

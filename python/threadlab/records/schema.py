@@ -17,8 +17,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from threadlab import stats
-from threadlab.record import RECORD_SCHEMA_ID  # noqa: F401  (the format's id, re-exported)
+from threadlab.analysis import stats
+from threadlab.records.record import RECORD_SCHEMA_ID  # noqa: F401  (the format's id, re-exported)
 
 if TYPE_CHECKING:  # jsonschema is imported where records are validated: `threadlab --help` does not pay for it
     from jsonschema import Draft202012Validator
@@ -39,7 +39,7 @@ class RecordError(ValueError):
 @lru_cache(maxsize=1)
 def record_schema() -> dict[str, Any]:
     """The record format, as shipped in the package."""
-    text = resources.files("threadlab").joinpath("schema", RECORD_SCHEMA_FILE).read_text("utf-8")
+    text = resources.files("threadlab.records").joinpath("schema", RECORD_SCHEMA_FILE).read_text("utf-8")
     return json.loads(text)
 
 

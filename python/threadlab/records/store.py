@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from threadlab.errors import ThreadlabError, UserError
-from threadlab.sanitize import printable
+from threadlab.output.sanitize import printable
 
 DB_ENV = "THREADLAB_DB"
 BUSY_TIMEOUT_MS = 30_000
@@ -501,7 +501,7 @@ class Store:
 
     @staticmethod
     def _insert_record(db: sqlite3.Connection, run_id: int, seq: int, point: int, record: Mapping[str, Any]) -> None:
-        from threadlab import stats  # numpy: only commands that store records pay for it
+        from threadlab.analysis import stats  # numpy: only commands that store records pay for it
 
         summary = stats.record_summary(record)
         failed_checks = sum(1 for check in record.get("checks", []) if not check["ok"])

@@ -27,12 +27,15 @@ from functools import lru_cache
 from importlib import resources
 from typing import IO, Any, Iterator, Mapping, Sequence
 
-from threadlab import __version__, environment, schema, stats
+from threadlab import __version__
+from threadlab.run import environment
+from threadlab.records import schema
+from threadlab.analysis import stats
 from threadlab.errors import UserError
-from threadlab.points import canonical_params, describe_points, failed_checks, placement_text
-from threadlab.sanitize import CsvWriter, markdown, markdown_code, printable
-from threadlab.store import RUN_STATUSES, RunInfo, Store, now_utc, validate_run_name
-from threadlab.units import format_value
+from threadlab.analysis.points import canonical_params, describe_points, failed_checks, placement_text
+from threadlab.output.sanitize import CsvWriter, markdown, markdown_code, printable
+from threadlab.records.store import RUN_STATUSES, RunInfo, Store, now_utc, validate_run_name
+from threadlab.output.units import format_value
 
 RUN_SCHEMA_ID = "threadlab.run/1"
 RUN_SCHEMA_FILE = "run-1.json"
@@ -174,7 +177,7 @@ def export_markdown(run: RunInfo, records: Sequence[Mapping[str, Any]]) -> str:
 def _run_validator() -> Any:
     from jsonschema import Draft202012Validator
 
-    text = resources.files("threadlab").joinpath("schema", RUN_SCHEMA_FILE).read_text("utf-8")
+    text = resources.files("threadlab.records").joinpath("schema", RUN_SCHEMA_FILE).read_text("utf-8")
     run_schema = json.loads(text)
     Draft202012Validator.check_schema(run_schema)
     return Draft202012Validator(run_schema)

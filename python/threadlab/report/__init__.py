@@ -20,11 +20,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from threadlab import __version__, compare, environment, stats
+from threadlab import __version__
+from threadlab.analysis import compare
+from threadlab.run import environment
+from threadlab.analysis import stats
 from threadlab.errors import UserError
-from threadlab.output import Directory, StoreGuard, follow_trusted_link, write_error
-from threadlab.listing import local_time, run_duration
-from threadlab.points import (
+from threadlab.output.files import Directory, StoreGuard, follow_trusted_link, write_error
+from threadlab.output.listing import local_time, run_duration
+from threadlab.analysis.points import (
     DescribedPoint,
     canonical_params,
     describe_points,
@@ -37,9 +40,9 @@ from threadlab.points import (
 from threadlab.report import figures as fig
 from threadlab.report import html
 from threadlab.report.html import Cell
-from threadlab.store import RunInfo
-from threadlab.table import PLACEMENT_ORDER, Footnotes
-from threadlab.units import format_duration, format_value, is_time_unit
+from threadlab.records.store import RunInfo
+from threadlab.output.table import PLACEMENT_ORDER, Footnotes
+from threadlab.output.units import format_duration, format_value, is_time_unit
 
 MARKER = ".threadlab-report"
 FIGURES_DIR = "figures"

@@ -23,10 +23,10 @@ matplotlib.use("Agg", force=True)
 from matplotlib import rc_context  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from threadlab import stats  # noqa: E402
-from threadlab.output import Directory  # noqa: E402
-from threadlab.points import DescribedPoint, placement_text  # noqa: E402
-from threadlab.units import is_time_unit, scale_time, to_ns  # noqa: E402
+from threadlab.analysis import stats  # noqa: E402
+from threadlab.output.files import Directory  # noqa: E402
+from threadlab.analysis.points import DescribedPoint, placement_text  # noqa: E402
+from threadlab.output.units import is_time_unit, scale_time, to_ns  # noqa: E402
 
 # Okabe-Ito: distinguishable with every common colour-vision deficiency.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")

@@ -24,10 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from threadlab import launcher, native, process, stats, units
+from threadlab.native import launcher
+from threadlab.native import protocol as native
+from threadlab.native import process
+from threadlab.analysis import stats
+from threadlab.output import units
 from threadlab.errors import ThreadlabError
-from threadlab.native import PointOptions
-from threadlab.runner import Point, StopRequest, run_point
+from threadlab.native.protocol import PointOptions
+from threadlab.run.runner import Point, StopRequest, run_point
 
 NAIVE_PROGRAM = "threadlab-crosscheck"
 _NAIVE_TIMEOUT_S = 300.0

@@ -21,8 +21,11 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
-from threadlab import __version__, launcher, native, process
-from threadlab.units import format_value
+from threadlab import __version__
+from threadlab.native import launcher
+from threadlab.native import protocol as native
+from threadlab.native import process
+from threadlab.output.units import format_value
 
 # Scheduler files worth recording: round-robin slice, autogroup, CFS
 # bandwidth slice (cgroup quotas), and the EEVDF/CFS tunables that set how

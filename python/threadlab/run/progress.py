@@ -18,9 +18,9 @@ import threading
 import time
 from typing import Any, Sequence, TextIO
 
-from threadlab.runner import Point, ProgressSink
-from threadlab.sanitize import printable, printable_lines
-from threadlab.units import format_duration
+from threadlab.run.runner import Point, ProgressSink
+from threadlab.output.sanitize import printable, printable_lines
+from threadlab.output.units import format_duration
 
 _REDRAW_S = 1.0
 

@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from threadlab import native, process, schema
-from threadlab.native import BenchmarkInfo, PointOptions
-from threadlab.process import kill_group
-from threadlab.record import new_record
+from threadlab.native import protocol as native
+from threadlab.native import process
+from threadlab.records import schema
+from threadlab.native.protocol import BenchmarkInfo, PointOptions
+from threadlab.native.process import kill_group
+from threadlab.records.record import new_record
 
 # After the program exits, its forked helpers may hold stdout open; wait
 # this long for EOF before killing the group.

@@ -29,12 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from threadlab import native, process, schema, stats
+from threadlab.native import protocol as native
+from threadlab.native import process
+from threadlab.records import schema
+from threadlab.analysis import stats
 from threadlab.errors import ThreadlabError, UserError
-from threadlab.record import new_record
-from threadlab.process import kill_group
-from threadlab.runner import StopRequest
-from threadlab.sanitize import printable, printable_lines
+from threadlab.records.record import new_record
+from threadlab.native.process import kill_group
+from threadlab.run.runner import StopRequest
+from threadlab.output.sanitize import printable, printable_lines
 
 STUDY = "apps"
 APP_PREFIX = "threadlab-app-"
@@ -729,13 +732,13 @@ class StudyProgress:
         self._write(printable_lines(text) + "\n")
 
     def _write(self, text: str) -> None:
-        from threadlab.progress import write_or_give_up
+        from threadlab.run.progress import write_or_give_up
 
         if self.enabled and not write_or_give_up(self.stream, text):
             self.enabled = self.live = False
 
     def _eta(self) -> str:
-        from threadlab.units import format_duration
+        from threadlab.output.units import format_duration
 
         elapsed = time.monotonic() - self.started
         left = elapsed / self.done * (self.total - self.done) if self.done else None

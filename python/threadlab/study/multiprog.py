@@ -35,11 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from threadlab import process, rm, schema, stats
+from threadlab.native import process
+from threadlab.native import rm
+from threadlab.records import schema
+from threadlab.analysis import stats
 from threadlab.errors import ThreadlabError, UserError
-from threadlab.record import new_record
-from threadlab.process import kill_group
-from threadlab.runner import StopRequest
+from threadlab.records.record import new_record
+from threadlab.native.process import kill_group
+from threadlab.run.runner import StopRequest
 from threadlab.study.apps import (Job, StudyProgress, StudyResult, allowed_cpus, count_ranges, drive, interleaved_jobs,
                                   last_json_object, stderr_line)
 

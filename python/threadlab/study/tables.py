@@ -24,10 +24,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from threadlab import stats
+from threadlab.analysis import stats
 from threadlab.study.apps import BENCHMARK_PREFIX, FACTORS, KERNELS, AFFINITY_OF
-from threadlab.table import Footnotes
-from threadlab.units import format_number, is_time_unit, scale_time, to_ns
+from threadlab.output.table import Footnotes
+from threadlab.output.units import format_number, is_time_unit, scale_time, to_ns
 
 ALPHA = 0.05
 _PADDING = 2

@@ -22,10 +22,10 @@ from typing import Any, Mapping, Sequence
 from rich.console import Console
 from rich.text import Text
 
-from threadlab import stats
+from threadlab.analysis import stats
 from threadlab.study.multiprog import APPS, BASELINES, BENCHMARK_PREFIX
 from threadlab.study.tables import _print, mean_cell, speedup_cell
-from threadlab.table import Footnotes
+from threadlab.output.table import Footnotes
 
 Key = tuple[str, str, str, int]  # metric, kernel, baseline, degree (dedicated: CPUs)
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
-from threadlab.cli import bench as cli
+from threadlab import cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]

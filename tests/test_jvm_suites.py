@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import stored_records
+from threadlab.native import discovery
 from threadlab.native import protocol as native
 from threadlab.native.protocol import PointOptions
 
@@ -159,7 +160,7 @@ def test_a_record_of_another_model_than_asked_is_refused(suites: Path, run_cli: 
 
 
 def test_catalog_keys_benchmarks_by_name_and_model(suites: Path) -> None:
-    found = native.catalog(native.discover_programs())
+    found = native.catalog(discovery.benchmark_programs())
     assert sorted((i.benchmark, i.model, i.suite) for i in found if i.benchmark == "threads.start") == [
         ("threads.start", "goroutine", "go"), ("threads.start", "jvm-platform", "jvm"),
         ("threads.start", "jvm-virtual", "jvm")]

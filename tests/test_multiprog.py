@@ -141,7 +141,7 @@ def test_cli_bad_input_is_a_usage_error_without_traceback(run_cli: Any, args: li
 
 def test_cli_without_the_kernels_built_says_how_to_build_them(run_cli: Any) -> None:
     code, _, err = run_cli("study", "multiprog", "--quick")
-    assert code == 2 and "threadlab-npb not found" in err and "Traceback" not in err
+    assert code == 1 and "threadlab-npb not found" in err and "Traceback" not in err
 
 
 # ----------------------------------------------------------- static split
@@ -294,7 +294,7 @@ def test_a_wrong_instance_fails_the_cell_check() -> None:
     problem = multiprog._instance_problem(bad)
     assert problem is not None and problem[0] == "wrong" and "did not verify" in problem[1]
     crashed = multiprog.Instance(1.0, -9, False, {}, 1, 1, "boom")
-    assert multiprog._instance_problem(crashed) == ("failed", "killed by signal 9: boom")
+    assert multiprog._instance_problem(crashed) == ("failed", "killed by SIGKILL: boom")
     cell = multiprog.Cell(0, "cg", "gomp", 2, 2, False)
     good = multiprog.Instance(1.0, 0, True, {"verified": True}, 1, 1)
     multiprog.record_experiment(cell, multiprog.Experiment("wrong", "1 of 2 instances: cg did not verify", [good, bad],
@@ -499,7 +499,7 @@ def test_an_instance_that_cannot_start_fails_its_experiment(tmp_path: Path) -> N
     program.chmod(0o755)  # executable, but no interpreter line: exec fails
     plan = multiprog.make_plan(program=program, apps=["cg"], baselines=["gomp"], degrees=[2], runs=1, seed=1,
                                cpus=[0], dedicated=False)
-    from threadlab.run.runner import StopRequest
+    from threadlab.native.process import StopRequest
 
     experiment = multiprog.run_experiment(plan, plan.cells[0], StopRequest())
     assert experiment is not None and experiment.kind == "failed"

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from rmtools import NCPUS, RM, Lab, lab, native_env, needs_native, poll  # noqa: F401 - fixtures
-from threadlab.native import rm
+from threadlab.native import discovery, rm
 from threadlab.errors import ThreadlabError, UserError
 
 CliRunner = Callable[..., tuple[int, str, str]]
@@ -296,9 +296,9 @@ def test_api_refuses_bad_values(native_env: None, tmp_path: Path) -> None:
 
 def test_missing_build_says_how_to_build(tmp_path: Path) -> None:
     # conftest points THREADLAB_NATIVE_DIR at an empty directory
-    with pytest.raises(UserError, match="threadlab-rm not found .*point it at a build's bin directory"):
-        rm.find_native("threadlab-rm")
-    with pytest.raises(UserError, match="libthreadlab-omp.so not found"):
+    with pytest.raises(ThreadlabError, match="threadlab-rm not found .*point it at a build's bin directory"):
+        discovery.find_one("threadlab-rm")
+    with pytest.raises(ThreadlabError, match="libthreadlab-omp.so not found"):
         rm.shim_environment()
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from threadlab.native import protocol as native
 from threadlab.native.protocol import BenchmarkInfo
-from threadlab.run.runner import Point, StopRequest, run_point
+from threadlab.native.process import StopRequest
+from threadlab.run.runner import Point, run_point
 
 PROGRAM = """
 import json, os, sys, time

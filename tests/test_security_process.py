@@ -130,6 +130,19 @@ def test_a_child_has_a_cpu_limit_and_its_own_session() -> None:
     assert resource.getrlimit(resource.RLIMIT_CPU)[0] == resource.RLIM_INFINITY  # threadlab's own is untouched
 
 
+def test_a_child_that_starts_a_daemon_passes_on_no_cpu_limit() -> None:
+    """detaches=True (the resource manager's start): the daemon it forks
+    would inherit a CPU limit and die of it days later; the wall-clock
+    timer stays (a fork does not inherit it)."""
+    from threadlab.native import process
+
+    script = "import resource, signal; print(resource.getrlimit(resource.RLIMIT_CPU)[0], signal.getitimer(signal.ITIMER_REAL)[0] > 0)"
+    soft, timer = process.run([sys.executable, "-c", script], timeout_s=60, detaches=True).stdout.split()
+    assert int(soft) == resource.getrlimit(resource.RLIMIT_CPU)[0] and timer == "True"
+    soft, timer = process.run([sys.executable, "-c", script], timeout_s=60).stdout.split()
+    assert int(soft) != resource.getrlimit(resource.RLIMIT_CPU)[0] and timer == "True"
+
+
 def test_a_child_dies_when_its_parent_dies_without_a_word() -> None:
     """The parent-death signal, for a child started by another program
     through process.start (as the JVM launcher starts its JVM)."""
@@ -153,7 +166,6 @@ def test_a_child_dies_when_its_parent_dies_without_a_word() -> None:
 # Where a child process may be started other than through threadlab.process.
 _OTHER_STARTS = {
     "python/threadlab/native/process.py": "the one place",
-    "python/threadlab/native/rm.py": "the resource manager's own start and stop (docs/rm.md)",
 }
 
 

@@ -24,6 +24,8 @@ from conftest import FIXTURES, stored_records, threadlab_process, wait_for_recor
 from threadlab.records import schema
 from threadlab.analysis import stats
 from threadlab.errors import UserError
+from threadlab.run.progress import JobProgress
+from threadlab.run.runner import Result
 from threadlab.study import apps, tables
 
 RunCli = Callable[..., tuple[int, str, str]]
@@ -304,8 +306,8 @@ def test_tables_render_every_section(fake_apps: Path) -> None:
 # ----------------------------------------------------------------- running
 
 
-def _run(plan: apps.Plan) -> apps.StudyResult:
-    return apps.run_study(plan, lambda cell, record: None, apps.StudyProgress(len(plan.jobs), enabled=False))
+def _run(plan: apps.Plan) -> Result:
+    return apps.run_study(plan, lambda cell, record: None, JobProgress(len(plan.jobs), enabled=False))
 
 
 def test_every_outcome_of_a_run(fake_apps: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -320,17 +322,17 @@ def test_every_outcome_of_a_run(fake_apps: Path, monkeypatch: pytest.MonkeyPatch
     check = next(c for c in mips["checks"] if c["name"] == "verified")
     assert not check["ok"] and "2 of 2 runs returned a wrong result" in check["detail"]
     # A crash and a hang measure nothing: failed, with the reason.
-    assert by["mflops"]["status"] == "failed" and "killed by signal 11: fake: about to crash" in by["mflops"]["reason"]
+    assert by["mflops"]["status"] == "failed" and "killed by SIGSEGV: fake: about to crash" in by["mflops"]["reason"]
     assert by["pi"]["status"] == "failed" and by["pi"]["reason"] == "timed out after 1 s"
     # A program that says 'unsupported' makes its cell unsupported.
     assert by["trapezoid"]["status"] == "unsupported" and by["trapezoid"]["reason"] == "fake: not here"
-    assert result.runs_done == 2 * 3 + 1  # the unsupported cell's second run is not tried
+    assert result.done == 2 * 3 + 1  # the unsupported cell's second run is not tried
 
 
 def test_a_run_without_a_positive_time_fails(fake_apps: Path, tmp_path: Path) -> None:
     """The rate divides by the time: a result whose time_s is 0 is a failed
     run, not a sample (its records stay valid)."""
-    from threadlab.run.runner import StopRequest
+    from threadlab.native.process import StopRequest
 
     plan = _plan(threads=[1], runs=1, design="none", kernel_names=["pi"])
     cell = plan.cells[0]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from threadlab.analysis import stats
-from threadlab.output.table import PLACEMENT_HEADERS, PLACEMENT_ORDER, multi_model
+from threadlab.output.table import multi_model
+from threadlab.vocabulary import PLACEMENT_HEADERS, RECORD_PLACEMENTS
 from threadlab.output.units import format_value, is_time_unit, to_ns
 
 IDENTITY_FIELDS = ("benchmark", "model", "metric", "params", "placement")
@@ -76,7 +77,7 @@ def placement_text(placement: str) -> str:
 
 
 def placement_rank(placement: str) -> int:
-    return PLACEMENT_ORDER.index(placement) if placement in PLACEMENT_ORDER else len(PLACEMENT_ORDER)
+    return RECORD_PLACEMENTS.index(placement) if placement in RECORD_PLACEMENTS else len(RECORD_PLACEMENTS)
 
 
 def samples_in(record: Mapping[str, Any], unit: str) -> list[float] | None:

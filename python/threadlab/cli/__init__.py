@@ -1,3 +1,113 @@
-"""The `threadlab` command line."""
+"""The `threadlab` command line (docs/commands/): one module per command or
+command group, each with a register(commands, common) that adds its
+parser, and cli/options.py for what they share.  This module assembles
+the parser and turns every outcome into an exit status.
 
-from threadlab.cli.bench import main  # noqa: F401
+Every user mistake ends in one line, `threadlab: error: ...`, naming the
+bad value and what is accepted, with exit status 2 and no traceback.
+Exit status 1 means something threadlab depends on failed (a native
+program, the store, an output that was closed or could not be written)
+or, for `bench`, that a data point failed.
+
+Start-up stays light: numpy, scipy, jsonschema, rich and matplotlib are
+imported by the commands that use them, not for `--help` or `--version`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import sys
+from typing import Any, Callable, Sequence
+
+from threadlab import __version__
+from threadlab.cli import bench, catalog, compare, crosscheck, report, rm, runs, show, study, transfer
+from threadlab.cli.options import EXIT_FAILED, EXIT_OK, PROG, ArgumentParser, common_parser
+from threadlab.errors import ThreadlabError, UserError
+from threadlab.output.files import OutputClosed
+from threadlab.output.sanitize import printable_lines
+
+# The commands in the order `threadlab --help` lists them.
+COMMANDS: tuple[Callable[[Any, ArgumentParser], None], ...] = (
+    bench.register,
+    catalog.register,  # list
+    runs.register,
+    show.register,
+    crosscheck.register,
+    compare.register,
+    transfer.register_import,
+    study.register,
+    rm.register,  # rm and omp
+    transfer.register_export,
+    report.register,
+)
+
+
+def build_parser() -> ArgumentParser:
+    common = common_parser()
+    parser = ArgumentParser(
+        prog=PROG,
+        parents=[common],
+        description="Measure thread-level parallelism on Linux: run the benchmark suites, keep every "
+        "record in a SQLite store, and show the results.",
+        epilog="Commands are described in docs/commands/. Example: threadlab bench --quick",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+    for register in COMMANDS:
+        register(commands, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        arguments = list(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(arguments)
+        args.argv = arguments
+        if not getattr(args, "handler", None):
+            raise UserError(
+                "a command is required: bench, list, runs, show, crosscheck, compare, import, export, report, study, rm "
+                "or omp "
+                f"(see `{PROG} --help`)"
+            )
+        status = int(args.handler(args))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return status
+    except OutputClosed as closed:
+        return _output_closed(str(closed))
+    except BrokenPipeError:
+        return _output_closed("the output was closed before everything was written (broken pipe); it is incomplete")
+    except ThreadlabError as error:  # UserError included
+        _error(str(error))
+        return error.exit_status
+    except sqlite3.Error as error:
+        _error(f"store: {error}")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        _error("interrupted", prefix=f"{PROG}: ")
+        return 128 + signal.SIGINT
+    except SystemExit as done:  # --help, --version
+        return done.code if isinstance(done.code, int) else EXIT_OK
+
+
+def _error(message: str, prefix: str = f"{PROG}: error: ") -> None:
+    """One message on stderr: stored text in it cannot reach the terminal as
+    escape sequences; a closed stderr is not an error of its own."""
+    try:
+        print(prefix + printable_lines(message), file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+
+
+def _output_closed(message: str) -> int:
+    """A reader that left (`threadlab runs | head`) is an error: what it got
+    is incomplete.  stdout then points at /dev/null, so the interpreter's
+    final flush is quiet."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    _error(message)
+    return EXIT_FAILED

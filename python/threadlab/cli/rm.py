@@ -1,10 +1,7 @@
 """`threadlab rm start|stop|status|set` and `threadlab omp run` on the command
-line (docs/commands/rm.md, docs/commands/omp.md); the work is done by
-threadlab.rm.
-
-threadlab.cli registers the parsers (add_parsers); this module imports
-threadlab.cli only inside its functions, when that module is complete.
-"""
+line (docs/commands/rm.md, docs/commands/omp.md): the resource manager and
+the programs it manages, one command group; the work is done by
+threadlab.native.rm."""
 
 from __future__ import annotations
 
@@ -17,7 +14,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from threadlab.native import rm
+from threadlab.cli.options import ArgumentParser, number
+from threadlab.native import discovery, rm
 from threadlab.errors import ThreadlabError, UserError
 
 EXIT_NOT_RUNNING = rm.EXIT_NOT_RUNNING
@@ -28,12 +26,11 @@ RM_EXIT_STATUS = (
 DEFAULT_WATCH_S = 1.0
 
 
-def add_parsers(commands: Any) -> None:
-    """`threadlab rm ...` and `threadlab omp run`.  They take no --db: they
-    keep no records (`threadlab study multiprog` stores the measurements)."""
-    from threadlab.cli import bench as cli
-
-    where = cli.ArgumentParser(add_help=False)
+def register(commands: Any, common: ArgumentParser) -> None:
+    """`threadlab rm ...` and `threadlab omp run`.  They take no --db (not
+    `common`): they keep no records (`threadlab study multiprog` stores
+    the measurements)."""
+    where = ArgumentParser(add_help=False)
     where.add_argument("--dir", type=Path, metavar="PATH", default=None,
                        help="the manager's directory (log, pid file, lock; its arena is named after it) "
                        f"(default: ${rm.DIR_ENV}, else $XDG_RUNTIME_DIR/threadlab, else /tmp/threadlab-UID)")
@@ -47,7 +44,7 @@ def add_parsers(commands: Any) -> None:
         epilog="See docs/rm.md (how it works) and docs/commands/rm.md. " + RM_EXIT_STATUS,
     )
     manager.set_defaults(handler=_no_action)
-    actions = manager.add_subparsers(dest="rm_action", metavar="ACTION", parser_class=cli.ArgumentParser)
+    actions = manager.add_subparsers(dest="rm_action", metavar="ACTION", parser_class=ArgumentParser)
 
     start = actions.add_parser(
         "start", parents=parents, help="start the manager (detached)",
@@ -60,7 +57,7 @@ def add_parsers(commands: Any) -> None:
     _add_policy_and_quantum(start, "start", rm.DEFAULT_QUANTUM_MS)
     start.add_argument("--cpus", type=rm.parse_cpu_list, metavar="LIST",
                        help="the CPUs to manage, e.g. 0-3,6 (default: every CPU this process may use)")
-    start.add_argument("--slots", type=cli.number("--slots", int, rm.SLOTS_MIN, rm.SLOTS_MAX), metavar="N",
+    start.add_argument("--slots", type=number("--slots", int, rm.SLOTS_MIN, rm.SLOTS_MAX), metavar="N",
                        help=f"arena slots: how many programs it manages at once, {rm.SLOTS_MIN}..{rm.SLOTS_MAX} "
                        "(default 64); more programs run unmanaged, with a warning")
     start.add_argument("--reset", action="store_true",
@@ -76,7 +73,7 @@ def add_parsers(commands: Any) -> None:
         f"{EXIT_NOT_RUNNING} no manager was running (the arena a killed one left is removed).",
     )
     stop.set_defaults(handler=cmd_stop)
-    stop.add_argument("--timeout", type=cli.number("--timeout", float, 0.1, 3600, "seconds"), metavar="S", default=5.0,
+    stop.add_argument("--timeout", type=number("--timeout", float, 0.1, 3600, "seconds"), metavar="S", default=5.0,
                       help="how long to wait for it to exit, 0.1..3600 s (default 5)")
 
     show = actions.add_parser(
@@ -90,7 +87,7 @@ def add_parsers(commands: Any) -> None:
     show.set_defaults(handler=cmd_status)
     show.add_argument("--json", action="store_true", help="print the daemon's JSON object instead of the table")
     show.add_argument("--watch", nargs="?", const=DEFAULT_WATCH_S, default=None, metavar="S",
-                      type=cli.number("--watch", float, 0.05, 3600, "seconds"),
+                      type=number("--watch", float, 0.05, 3600, "seconds"),
                       help=f"refresh every S seconds (default {DEFAULT_WATCH_S:g}) until Ctrl-C")
 
     change = actions.add_parser(
@@ -110,7 +107,7 @@ def add_parsers(commands: Any) -> None:
         epilog="See docs/omp.md and docs/commands/omp.md.",
     )
     omp.set_defaults(handler=_no_omp_action)
-    omp_actions = omp.add_subparsers(dest="omp_action", metavar="ACTION", parser_class=cli.ArgumentParser)
+    omp_actions = omp.add_subparsers(dest="omp_action", metavar="ACTION", parser_class=ArgumentParser)
     run = omp_actions.add_parser(
         "run", parents=parents, help="run an unmodified OpenMP program managed by threadlab-rm",
         usage="threadlab omp run [-h] [--dir PATH] [--pin] [--quiet] -- PROGRAM [ARGS ...]",
@@ -135,13 +132,11 @@ def _policy(text: str) -> str:
 
 def _add_policy_and_quantum(parser: argparse.ArgumentParser, when: str, quantum_default: int | None) -> None:
     """--policy and --quantum-ms, as `start` and `set` take them."""
-    from threadlab.cli import bench as cli
-
     shown = f" (default {rm.DAEMON_DEFAULT_POLICY})" if when == "start" else ""
     parser.add_argument("--policy", type=_policy, metavar="P",
                         help=f"the scheduling policy: {rm.policy_choices()}{shown}")
     shown = f" (default {quantum_default}; the seed used 120)" if quantum_default else ""
-    parser.add_argument("--quantum-ms", type=cli.number("--quantum-ms", int, rm.QUANTUM_MS_MIN, rm.QUANTUM_MS_MAX),
+    parser.add_argument("--quantum-ms", type=number("--quantum-ms", int, rm.QUANTUM_MS_MIN, rm.QUANTUM_MS_MAX),
                         metavar="N", default=quantum_default,
                         help=f"the scheduling quantum in ms, {rm.QUANTUM_MS_MIN}..{rm.QUANTUM_MS_MAX}{shown}")
 
@@ -180,7 +175,7 @@ def cmd_start(args: argparse.Namespace) -> int:
 def _foreground(args: argparse.Namespace, directory: Path) -> int:
     """Execs the daemon in the foreground: its own Ctrl-C handling and
     messages (it logs to the terminal with --verbose)."""
-    program = rm.find_native(rm.RM_PROGRAM)
+    program = discovery.find_one(rm.RM_PROGRAM)
     argv = [str(program), "--foreground", "--verbose",
             *rm.daemon_args(policy=args.policy, quantum_ms=args.quantum_ms, cpus=args.cpus, slots=args.slots,
                             reset=args.reset)]
@@ -237,9 +232,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0 if state.get("running") else EXIT_NOT_RUNNING
     if not state.get("running") and state.get("reason") == "no arena":
         return _not_running(directory)
-    from threadlab.cli import bench as cli
+    from threadlab.output.table import make_console
 
-    cli.make_console().print(render_status(state))
+    make_console().print(render_status(state))
     return 0 if state.get("running") else EXIT_NOT_RUNNING
 
 
@@ -249,9 +244,9 @@ def _watch(directory: Path, interval: float, as_json: bool) -> int:
     place; into a pipe or file each snapshot follows the last."""
     from rich.live import Live
 
-    from threadlab.cli import bench as cli
+    from threadlab.output.table import make_console
 
-    console = cli.make_console()
+    console = make_console()
     try:
         if as_json or not console.is_terminal:
             while True:

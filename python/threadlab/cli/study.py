@@ -1,35 +1,27 @@
-"""`threadlab study apps` on the command line (docs/commands/study.md).
-
-threadlab.cli registers the parser (add_parser) and `show` renders a study
-run with render_run; this module imports threadlab.cli only inside its
-functions, when that module is complete.
-"""
+"""`threadlab study apps|multiprog` on the command line
+(docs/commands/study.md): each study's options, its plan, and its run as
+a stored run (run.lifecycle) driven by the study engine (study.engine).
+Adding a study: a subparser and a cmd_ here (docs/architecture.md)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable
 
-from threadlab import __version__
-from threadlab.run import environment
-from threadlab.native import protocol as native
-from threadlab.records import schema
+from threadlab.cli.options import EXIT_OK, PROG, ArgumentParser, db_path, number
 from threadlab.errors import ThreadlabError, UserError
-from threadlab.run.runner import signal_name
-from threadlab.study import apps, multiprog
-from threadlab.output.units import format_duration
+from threadlab.native import discovery, protocol
+from threadlab.records.store import validate_run_name
+from threadlab.run import environment, lifecycle
+from threadlab.run.progress import JobProgress
+from threadlab.study import apps, engine, multiprog
+from threadlab.study.registry import STUDIES
 
-STUDIES = ("apps", "multiprog")
-
-
-def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+def register(commands: Any, common: ArgumentParser) -> None:
     """`threadlab study` and its studies."""
-    from threadlab.cli import bench as cli
-
     study = commands.add_parser(
         "study", parents=[common], help="run a study: a matrix of scenarios, many runs each (apps, multiprog)",
         description="Run a study: an experiment over a matrix of scenarios, stored as a run.",
@@ -38,7 +30,7 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
         "manager and under libgomp's own settings). See docs/commands/study.md.",
     )
     study.set_defaults(handler=_no_study)
-    studies = study.add_subparsers(dest="study", metavar="STUDY", parser_class=cli.ArgumentParser)
+    studies = study.add_subparsers(dest="study", metavar="STUDY", parser_class=ArgumentParser)
     a = studies.add_parser(
         "apps", parents=[common], help="four multithreaded kernels over a matrix of scenarios (seed 000)",
         description="MIPS, MFLOPS, Leibniz pi and the trapezoid integral, each run as its own process many times "
@@ -54,7 +46,7 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     a.add_argument("--threads", type=apps.parse_threads, metavar="LIST",
                    help="thread counts, e.g. 1,2,4 or 1-8; more than the CPUs shows oversubscription "
                    "(default: 1 to the number of CPUs this process may use)")
-    a.add_argument("--runs", type=cli.number("--runs", int, 1, 100000), metavar="N",
+    a.add_argument("--runs", type=number("--runs", int, 1, 100000), metavar="N",
                    help=f"runs per scenario and thread count, 1..100000 (default {apps.DEFAULT_RUNS}, the seed's; "
                    f"{apps.QUICK_RUNS} with --quick)")
     a.add_argument("--factors", type=_design, metavar="SPEC",
@@ -83,9 +75,7 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
     _add_multiprog(studies, common)
 
 
-def _add_multiprog(studies: Any, common: argparse.ArgumentParser) -> None:
-    from threadlab.cli import bench as cli
-
+def _add_multiprog(studies: Any, common: ArgumentParser) -> None:
     m = studies.add_parser(
         "multiprog", parents=[common], help="OpenMP programs sharing the CPUs: the manager against libgomp (seed 004)",
         description="Workloads of k instances of one NAS-like OpenMP kernel (threadlab-npb: ep, cg, mg, sp), "
@@ -110,10 +100,10 @@ def _add_multiprog(studies: Any, common: argparse.ArgumentParser) -> None:
                    f"{','.join(map(str, multiprog.QUICK_DEGREES))} with --quick)")
     m.add_argument("--baselines", type=multiprog.parse_baselines, metavar="LIST",
                    help=f"baselines, comma-separated from {', '.join(multiprog.BASELINES)} (default: all)")
-    m.add_argument("--runs", type=cli.number("--runs", int, 1, 1000), metavar="N",
+    m.add_argument("--runs", type=number("--runs", int, 1, 1000), metavar="N",
                    help=f"experiments per cell, 1..1000 (default {multiprog.DEFAULT_RUNS}, the seed's; "
                    f"{multiprog.QUICK_RUNS} with --quick)")
-    m.add_argument("--stagger", type=cli.number("--stagger", float, 0, multiprog.MAX_STAGGER_S, "seconds"),
+    m.add_argument("--stagger", type=number("--stagger", float, 0, multiprog.MAX_STAGGER_S, "seconds"),
                    metavar="SECONDS", help="start instance i at i x SECONDS instead of all at once (default 0)")
     m.add_argument("--size", type=multiprog.parse_size, metavar="S",
                    help=f"kernel size, one of {', '.join(multiprog.SIZES)} (default {multiprog.DEFAULT_SIZE}, like NAS "
@@ -122,7 +112,7 @@ def _add_multiprog(studies: Any, common: argparse.ArgumentParser) -> None:
     m.add_argument("--policy", type=_rm_policy, metavar="P",
                    help=f"the manager's policy under rm: {', '.join(rm_policies())} (default "
                    f"{multiprog.DEFAULT_POLICY}, the seed's time-sharing space sharing)")
-    m.add_argument("--quantum-ms", type=cli.number("--quantum-ms", int, 1, 60000, "milliseconds"), metavar="MS",
+    m.add_argument("--quantum-ms", type=number("--quantum-ms", int, 1, 60000, "milliseconds"), metavar="MS",
                    help=f"the manager's quantum (default {multiprog.DEFAULT_QUANTUM_MS}; the seed used 120)")
     m.add_argument("--quick", action="store_true",
                    help=f"size {multiprog.QUICK_SIZE}, degrees {','.join(map(str, multiprog.QUICK_DEGREES))}, "
@@ -137,11 +127,9 @@ def _add_run_options(parser: argparse.ArgumentParser, *, order: str, timeout: st
                      dry_run: str) -> None:
     """The options every study has: --seed, --timeout, --name, --json,
     --quiet, --dry-run."""
-    from threadlab.cli import bench as cli
-
-    parser.add_argument("--seed", type=cli.number("--seed", int, 0, 2**32 - 1), metavar="N",
+    parser.add_argument("--seed", type=number("--seed", int, 0, 2**32 - 1), metavar="N",
                         help=f"seed of the {order} order (default: random, recorded with the run)")
-    parser.add_argument("--timeout", type=cli.number("--timeout", float, 1, 86400, "seconds"), metavar="S",
+    parser.add_argument("--timeout", type=number("--timeout", float, 1, 86400, "seconds"), metavar="S",
                         help=timeout)
     parser.add_argument("--name", metavar="NAME", help="a name for the run, usable wherever a RUN is asked")
     parser.add_argument("--json", action="store_true",
@@ -198,18 +186,45 @@ def _environment_programs(plan: apps.Plan) -> list[Path]:
 
 
 def _bench_program() -> list[Path]:
-    """threadlab-bench-posix, when built: its --env knows the topology,
-    the clock and the compiler."""
+    """The primitives suite's program, when built: its --env knows the
+    topology, the clock and the compiler."""
     try:
-        return [p for p in native.discover_programs() if p.name == "threadlab-bench-posix"]
+        return [discovery.find_one(protocol.REFERENCE_PROGRAM)]
     except ThreadlabError:
         return []
 
 
-def cmd_apps(args: argparse.Namespace) -> int:
-    from threadlab.cli import bench as cli
-    from threadlab.records.store import validate_run_name
+def _stored_study(args: argparse.Namespace, study: str, *, name: str | None, options: dict[str, Any],
+                  catalog: Any, programs: list[Path], planned: int, total: int, header: str, noun: str,
+                  run: Callable[[lifecycle.Keep, JobProgress], Any]) -> int:
+    """The study as a stored run (run.lifecycle), then its tables (or its
+    --json lines) and its epilogue: the command's exit status."""
+    spec = lifecycle.RunSpec(name=name, command=[PROG, *args.argv], options=options, catalog=catalog,
+                             planned=planned, header=header, environment=lambda: environment.collect(programs, None),
+                             unit="cells")
+    progress = JobProgress(total, enabled=not args.quiet, noun=noun)
+    finished = lifecycle.stored_run(db_path(args), spec, progress, lambda keep: run(keep, progress))
+    records = finished.result.records
+    kind = STUDIES[study]
+    if args.json:
+        for row in kind.rows(records):
+            print(json.dumps(row))
+    else:
+        from threadlab.output.table import make_console
 
+        kind.render(make_console(), records, title=f"Study {study}, {finished.label}")
+    times = engine.main_records(records)
+    counts = {s: sum(1 for r in times if r["status"] == s) for s in ("ok", "unsupported", "failed")}
+    flagged = sum(1 for r in times if any(not c["ok"] for c in r["checks"]))
+    summary = (f"{counts['ok']} cells measured, {counts['unsupported']} unsupported here, {counts['failed']} failed"
+               + (f", {flagged} flagged by a check" if flagged else ""))
+    wrong = any(not c["ok"] for r in times for c in r["checks"] if c["name"] in ("verified", "runs"))
+    return lifecycle.epilogue(finished, quiet=args.quiet, summary=summary,
+                              done=f"{finished.result.done} of {total} {noun}", kept="the measured cells are stored",
+                              failed=bool(counts["failed"]) or wrong)
+
+
+def cmd_apps(args: argparse.Namespace) -> int:
     name = validate_run_name(args.name) if args.name is not None else None
     plan = _plan(args)
     unsupported = sum(1 for cell in plan.cells if cell.unsupported)
@@ -218,69 +233,18 @@ def cmd_apps(args: argparse.Namespace) -> int:
             print(line)
         print(f"{len(plan.scenarios)} scenarios, {len(plan.cells)} cells ({unsupported} unsupported here), "
               f"{len(plan.jobs)} runs (seed {plan.seed})", file=sys.stderr)
-        return cli.EXIT_OK
+        return EXIT_OK
     header = (f"study apps: {len(plan.scenarios)} scenarios x {len(plan.kernels)} kernels x {len(plan.threads)} "
               f"thread counts = {len(plan.cells)} cells ({unsupported} unsupported here), {plan.runs} runs each: "
               f"{len(plan.jobs)} runs in a random order (seed {plan.seed})")
-    label, status, result, elapsed = _stored_study(
-        args, name=name, options=plan.options(), catalog=plan.catalog(), programs=_environment_programs(plan),
-        planned=len(plan.cells), total=len(plan.jobs), header=header,
-        run=lambda keep, progress: apps.run_study(plan, keep, progress),
+    return _stored_study(
+        args, apps.STUDY, name=name, options=plan.options(), catalog=plan.catalog(),
+        programs=_environment_programs(plan), planned=len(plan.cells), total=len(plan.jobs), header=header,
+        noun="runs", run=lambda keep, progress: apps.run_study(plan, keep, progress),
     )
-    from threadlab.study import tables  # rich: imported when tables are printed
-
-    if args.json:
-        for row in tables.speedups(result.records):
-            print(json.dumps(row))
-    else:
-        tables.render(cli.make_console(), result.records, title=f"Study apps, {label}")
-    return _epilogue(label, status, result, elapsed, args.quiet, len(plan.jobs))
-
-
-def _stored_study(args: argparse.Namespace, *, name: str | None, options: dict[str, Any], catalog: Any,
-                  programs: list[Path], planned: int, total: int, header: str, run: Any) -> tuple[str, str, Any, float]:
-    """Creates the run in the store, runs the study with progress, keeps
-    every record as it comes, and finishes the run (complete, interrupted
-    or failed) whatever happens: (label, status, result, seconds)."""
-    from threadlab.cli import bench as cli
-    from threadlab.records.store import Store
-
-    db_path = cli._db_path(args)
-    with Store(db_path) as store:
-        store.require_free_name(name)
-        env = environment.collect(programs, None)
-        run_id = store.create_run(
-            name=name, command=[cli.PROG, *args.argv], options=options, catalog=catalog, environment=env,
-            points_planned=planned, record_schema=schema.RECORD_SCHEMA_ID, threadlab_version=__version__,
-        )
-        label = f"run {run_id}" + (f" ({name})" if name else "")
-        progress = apps.StudyProgress(total, enabled=not args.quiet)
-        progress.message(f"threadlab: {label}: {header}; store {db_path}")
-        for warning in env["warnings"]:
-            progress.message(f"threadlab: warning: {warning}")
-
-        def keep(cell: Any, record: dict[str, Any]) -> None:
-            store.add_record(run_id, cell.index, record)
-
-        started = time.monotonic()
-        status, stop_reason = "failed", "threadlab itself failed"
-        try:
-            result = run(keep, progress)
-            status = "interrupted" if result.interrupted_by else "complete"
-            stop_reason = f"interrupted by {signal_name(result.interrupted_by)}" if result.interrupted_by else None
-        except KeyboardInterrupt:
-            status, stop_reason = "interrupted", "interrupted by a second Ctrl-C"
-            raise
-        finally:
-            progress.close()
-            store.finish_run(run_id, status, environment.finish(env), stop_reason)
-    return label, status, result, time.monotonic() - started
 
 
 def cmd_multiprog(args: argparse.Namespace) -> int:
-    from threadlab.cli import bench as cli
-    from threadlab.records.store import validate_run_name
-
     name = validate_run_name(args.name) if args.name is not None else None
     plan = multiprog.make_plan(
         program=multiprog.find_program(), apps=args.apps, baselines=args.baselines, degrees=args.degree,
@@ -291,59 +255,21 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
     if "rm" in plan.baselines:  # both must exist before anything runs
         from threadlab.native import rm
 
-        rm.find_native(rm.RM_PROGRAM)
-        rm.find_native(rm.SHIM_LIBRARY)
+        discovery.find_one(rm.RM_PROGRAM)
+        discovery.find_one(rm.SHIM_LIBRARY)
     if args.dry_run:
         for line in multiprog.dry_run_lines(plan):
             print(line)
         print(f"{len(plan.cells)} cells, {len(plan.jobs)} experiments (seed {plan.seed})", file=sys.stderr)
-        return cli.EXIT_OK
+        return EXIT_OK
     header = (f"study multiprog: {len(plan.apps)} kernels x {len(plan.baselines)} baselines x degrees "
               f"{','.join(map(str, plan.degrees))}" + (" + dedicated runs" if plan.dedicated else "")
               + f" = {len(plan.cells)} cells, {plan.runs} experiments each: {len(plan.jobs)} experiments in a "
               f"random order (seed {plan.seed}), size {plan.size}, CPUs {','.join(map(str, plan.cpus))}")
-    label, status, result, elapsed = _stored_study(
-        args, name=name, options=plan.options(), catalog=plan.catalog(), programs=_bench_program(),
-        planned=len(plan.cells), total=len(plan.jobs), header=header,
+    return _stored_study(
+        args, multiprog.STUDY, name=name, options=plan.options(), catalog=plan.catalog(), programs=_bench_program(),
+        planned=len(plan.cells), total=len(plan.jobs), header=header, noun="experiments",
         run=lambda keep, progress: multiprog.run_study(plan, keep, progress),
     )
-    from threadlab.study import tables_multiprog  # rich: imported when tables are printed
-
-    if args.json:
-        for row in tables_multiprog.summary_rows(result.records):
-            print(json.dumps(row))
-    else:
-        tables_multiprog.render(cli.make_console(), result.records, title=f"Study multiprog, {label}")
-    return _epilogue(label, status, result, elapsed, args.quiet, len(plan.jobs), "experiments")
 
 
-def _epilogue(label: str, status: str, result: Any, elapsed: float, quiet: bool, total: int,
-              noun: str = "runs") -> int:
-    main = {r["metric"] for r in result.records} & {"time", "turnaround"}
-    times = [r for r in result.records if r["metric"] in main]
-    counts = {s: sum(1 for r in times if r["status"] == s) for s in ("ok", "unsupported", "failed")}
-    flagged = sum(1 for r in times if any(not c["ok"] for c in r["checks"]))
-    summary = (f"{counts['ok']} cells measured, {counts['unsupported']} unsupported here, {counts['failed']} failed"
-               + (f", {flagged} flagged by a check" if flagged else ""))
-    if status == "interrupted":
-        print(f"threadlab: {label} interrupted after {result.runs_done} of {total} {noun} ({summary}); "
-              "the measured cells are stored", file=sys.stderr)
-        return 128 + int(result.interrupted_by or 2)
-    if not quiet:
-        print(f"threadlab: {label} complete in {format_duration(elapsed)}: {summary}", file=sys.stderr)
-    wrong = any(not c["ok"] for r in times for c in r["checks"] if c["name"] in ("verified", "runs"))
-    return 1 if counts["failed"] or wrong else 0
-
-
-def is_study_run(options: Any) -> bool:
-    return isinstance(options, dict) and options.get("study") in (apps.STUDY, multiprog.STUDY)
-
-
-def render_run(console: Any, records: Sequence[dict[str, Any]], title: str) -> None:
-    """The study's tables, for `threadlab show`."""
-    from threadlab.study import tables, tables_multiprog
-
-    if any(multiprog.is_study_record(r) for r in records):
-        tables_multiprog.render(console, records, title=title)
-    else:
-        tables.render(console, records, title=title)

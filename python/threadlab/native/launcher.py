@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Sequence
 
+from threadlab import vocabulary
 from threadlab.native import process
 from threadlab.errors import ThreadlabError, UserError
 
@@ -132,19 +133,8 @@ def describe(env: dict[str, Any]) -> list[tuple[str, str]]:
         memory = host.get("memory_bytes")
         size = f", {memory / 2**30:.1f} GiB" if isinstance(memory, (int, float)) and memory > 0 else ""
         lines.append((f"host {host.get('host', '?')}",
-                       f"ranks {_ranges(ranks)}; {host.get('cpu_model') or 'unknown CPU'}, "
+                       f"ranks {vocabulary.format_ranges(ranks) or '?'}; {host.get('cpu_model') or 'unknown CPU'}, "
                        f"{host.get('online_cpus', '?')} CPUs{size}; {host.get('kernel', '?')}, glibc "
                        f"{host.get('libc', '?')}{', hypervisor' if host.get('hypervisor') else ''}; load "
                        f"{host.get('loadavg', '?')}"))
     return lines
-
-
-def _ranges(values: Sequence[int]) -> str:
-    """0,1,2,5 -> 0-2,5"""
-    runs: list[list[int]] = []
-    for value in sorted(values):
-        if runs and runs[-1][1] + 1 == value:
-            runs[-1][1] = value
-        else:
-            runs.append([value, value])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs) or "?"

@@ -38,7 +38,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Mapping, Sequence
 
-from threadlab.native import protocol as native
+from threadlab import vocabulary
+from threadlab.native import discovery, process
 from threadlab.errors import ThreadlabError, UserError
 
 RM_PROGRAM = "threadlab-rm"
@@ -138,29 +139,6 @@ def arena_name(directory: Path | str | None = None) -> str:
     return f"/threadlab-rm-{os.getuid()}-{digest}"
 
 
-def find_native(name: str) -> Path:
-    """A native program (threadlab-rm, threadlab-omp-probe, ...) or library
-    (libthreadlab-omp.so) of the build: in $THREADLAB_NATIVE_DIR or build/bin
-    (programs also on $PATH); libraries in the directory's ../lib as CMake
-    puts them, or beside the programs."""
-    is_library = name.endswith(".so") or ".so." in name
-    searched: list[Path] = []
-    for directory in native.native_dirs():
-        candidates = [directory.parent / "lib" / name, directory / name] if is_library else [directory / name]
-        for path in candidates:
-            searched.append(path)
-            if path.is_file() and (is_library or os.access(path, os.X_OK)):
-                return Path(os.path.abspath(path))  # no bin/../lib in LD_PRELOAD
-    if is_library:
-        where = ", ".join(str(p.parent) for p in searched[:4])
-    else:
-        where = ", ".join(str(p.parent) for p in searched[:2]) + (" and $PATH" if len(searched) > 2 else "")
-    hint = (f"${native.NATIVE_DIR_ENV} is set: point it at a build's bin directory"
-            if os.environ.get(native.NATIVE_DIR_ENV)
-            else f"build it with `make`, or set ${native.NATIVE_DIR_ENV} to a build's bin directory")
-    raise UserError(f"{name} not found (looked in {where}); {hint}")
-
-
 # ----------------------------------------------------------- validation
 
 
@@ -197,32 +175,17 @@ def cpu_list(cpus: Sequence[int]) -> str:
     for cpu in values:
         if not _in_range(cpu, 0, MAX_CPUS - 1):
             raise UserError(f"cpus: CPU {cpu!r}: expected CPU numbers from 0 to {MAX_CPUS - 1}")
-    ranges: list[str] = []
-    first = last = values[0]
-    for cpu in values[1:] + [None]:  # type: ignore[list-item]
-        if cpu is not None and cpu == last + 1:
-            last = cpu
-            continue
-        ranges.append(str(first) if first == last else f"{first}-{last}")
-        if cpu is not None:
-            first = last = cpu
-    return ",".join(ranges)
+    return vocabulary.format_ranges(values)
 
 
 def parse_cpu_list(text: str) -> list[int]:
     """"0-2,5" -> [0, 1, 2, 5]; a UserError naming the bad part."""
-    cpus: list[int] = []
-    for part in text.split(","):
-        low, _, high = part.strip().partition("-")
-        try:
-            first, last = int(low), int(high) if high else int(low)
-        except ValueError:
-            first, last = -1, -1
-        if not (0 <= first <= last < MAX_CPUS):
-            raise UserError(f"--cpus {text}: bad part {part.strip() or '(empty)'!r}; expected a CPU list such as "
-                            f"0-3,6 (CPUs 0 to {MAX_CPUS - 1})")
-        cpus.extend(range(first, last + 1))
-    return sorted(set(cpus))
+    try:
+        return vocabulary.parse_ranges(text.split(","), 0, MAX_CPUS - 1)
+    except ValueError as bad:
+        part = str(bad)
+        raise UserError(f"--cpus {text}: bad part {part or '(empty)'!r}; expected a CPU list such as "
+                        f"0-3,6 (CPUs 0 to {MAX_CPUS - 1})") from None
 
 
 # ------------------------------------------------------- the directory
@@ -311,11 +274,13 @@ def daemon_args(
 
 
 def _call(directory: Path | None, *args: str, timeout: float = _QUERY_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-    program = find_native(RM_PROGRAM)
+    """The daemon's command line (--status, --set, --stop, --sweep, or a
+    start: its first process returns once the manager it forked is ready;
+    the manager, in a session of its own, outlives the call)."""
+    program = discovery.find_one(RM_PROGRAM)
     try:
-        return subprocess.run([str(program), *args], capture_output=True, text=True, timeout=timeout,
-                              env=daemon_env(directory) if directory is not None else None, check=False,
-                              stdin=subprocess.DEVNULL)
+        return process.run([program, *args], timeout_s=timeout, detaches=True,
+                           env=daemon_env(directory) if directory is not None else None)
     except subprocess.TimeoutExpired:
         raise ThreadlabError(f"{RM_PROGRAM} {' '.join(args)} did not answer within {timeout:g} s") from None
     except OSError as error:
@@ -602,7 +567,7 @@ def shim_environment(
     wait policy, the manager's directory and arena, and THREADLAB_OMP_PIN
     with pin.  With quiet the shim prints no notices."""
     env = dict(os.environ if base is None else base)
-    shim = str(find_native(SHIM_LIBRARY))
+    shim = str(discovery.find_one(SHIM_LIBRARY))
     preload = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":") if p and p != shim]
     env["LD_PRELOAD"] = ":".join([shim, *preload])
     # Kept across a nested `omp run` (the inner one sees OMP_DYNAMIC=true).

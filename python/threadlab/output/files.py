@@ -19,13 +19,14 @@ through another user's symbolic link (docs/security.md, "Output files").
 from __future__ import annotations
 
 import errno
+import json
 import os
 import secrets
 import stat
 import sys
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 from threadlab.errors import ThreadlabError, UserError
 
@@ -378,3 +379,30 @@ def write_output(target: str, data: str, what: str, store: Path | None) -> None:
     """Writes a whole output (`-o FILE`; '-' is standard output)."""
     with OutputFile(target, what, store) as out:
         out.write(data)
+
+
+class RecordsOutput:
+    """--json FILE: each record on its own line, written whole.  '-' (and a
+    FIFO) gets each line as it is measured; a file is written beside itself
+    and renamed onto FILE when the run ends (OutputFile), so FILE is never
+    half a run, and never the store.  A write that fails (a closed pipe, a
+    full disk) raises: the run stops and says why.  No target: nothing is
+    written."""
+
+    def __init__(self, target: str | None, store: Path) -> None:
+        self.out = OutputFile(target, f"--json {target}", store) if target else None
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.out:
+            self.out.write(json.dumps(record, separators=(",", ":")) + "\n")
+            self.out.flush()
+
+    def close(self, keep: bool = True) -> None:
+        """keep: the records written are whole (the run ended, however it
+        ended); False after a write failed."""
+        if self.out:
+            if keep:
+                self.out.commit()
+            else:
+                self.out.abort()
+

@@ -16,6 +16,7 @@ from threadlab.run import environment
 from threadlab.native.protocol import BenchmarkInfo
 from threadlab.records.store import RunInfo
 from threadlab.output.units import format_duration
+from threadlab.vocabulary import RECORD_STATUSES
 
 
 def local_time(iso: str | None) -> str:
@@ -61,7 +62,7 @@ def render_catalog(console: Console, benchmarks: Sequence[BenchmarkInfo]) -> Non
 
 
 def _counts_text(run: RunInfo) -> tuple[str, str, str]:
-    return tuple(str(run.counts.get(status, 0)) for status in ("ok", "unsupported", "failed"))  # type: ignore[return-value]
+    return tuple(str(run.counts.get(status, 0)) for status in RECORD_STATUSES)  # type: ignore[return-value]
 
 
 def render_runs(console: Console, runs: Sequence[RunInfo]) -> None:
@@ -105,7 +106,7 @@ def render_run_header(console: Console, run: RunInfo, store_path: str) -> None:
     grid.add_row("started", Text(f"{local_time(run.started_at)} on {run.hostname} (machine {run.machine_id})"))
     grid.add_row("duration", format_duration(duration) if duration is not None else "not finished")
     grid.add_row("command", Text(" ".join(run.command)))
-    counts = ", ".join(f"{run.counts.get(s, 0)} {s}" for s in ("ok", "unsupported", "failed"))
+    counts = ", ".join(f"{run.counts.get(s, 0)} {s}" for s in RECORD_STATUSES)
     grid.add_row("records", f"{sum(run.counts.values())} ({counts}) from {run.points_planned} planned points")
     if status == "incomplete":
         grid.add_row("note", "the run's process is gone (killed or crashed); the points it finished are kept")

@@ -22,19 +22,13 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from threadlab.analysis import stats
+from threadlab.vocabulary import PLACEMENT_HEADERS, RECORD_PLACEMENTS
 from threadlab.output.units import format_relative, format_value, is_time_unit, to_ns
 
 if TYPE_CHECKING:  # rich is imported when a table is printed: `threadlab --help` does not pay for it
     from rich.console import Console
     from rich.text import Text
 
-PLACEMENT_ORDER: tuple[str, ...] = ("none", "unbound", "same-cpu", "different-cpus")
-PLACEMENT_HEADERS: dict[str, str] = {
-    "none": "not placed",
-    "unbound": "unbound",
-    "same-cpu": "same CPU",
-    "different-cpus": "different CPUs",
-}
 # The context-switch methods compared side by side, and the yield ping-pong
 # that the seed uses for the same purpose.
 CONTEXT_SWITCH_PATTERNS: tuple[str, ...] = ("ctxswitch.*", "*.ctxswitch.*", "pthread.yield.pingpong")
@@ -216,7 +210,7 @@ def build_table(records: Sequence[Mapping[str, Any]], catalog: Sequence[Mapping[
         row.cells[record["placement"]] = cell_text(record, notes)
         row.styles[record["placement"]] = cell_style(record)
         present.add(record["placement"])
-    columns = [p for p in PLACEMENT_ORDER if p in present]
+    columns = [p for p in RECORD_PLACEMENTS if p in present]
     return ResultTable(columns=columns, rows=list(rows.values()), footnotes=notes.texts)
 
 

@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from threadlab import vocabulary
 from threadlab.native import process
-from threadlab.native.protocol import repository_root
+from threadlab.native.discovery import repository_root
 from threadlab.producers import jdk as jdk_module
 from threadlab.producers import limits as limits_module
 from threadlab.producers.limits import MachineLimits, ThreadCost
@@ -285,8 +286,7 @@ def measured(bench: JvmBenchmark, model: str, params: dict[str, str], samples: l
         warmup=warmup,
         samples=samples,
         summary=summary,
-        stop={"rule": "fixed", "target": None, "reason": "fixed", "min_timings": len(samples),
-              "max_timings": len(samples), "elapsed_s": elapsed_s},
+        stop=vocabulary.fixed_stop(len(samples), elapsed_s),
         checks=[{"name": name, "ok": True, "value": None, "detail": detail} for name, detail in bench.checks],
         extra=_clean_extra(extra),
     )
@@ -595,7 +595,9 @@ def _parser() -> _Parser:
     return parser
 
 
-ADAPTIVE_OPTIONS = ("--rule", "--target", "--min-timings", "--max-timings", "--min-timing-ms", "--max-seconds", "--clock")
+# The adaptive loop's options, which this suite refuses (it runs a fixed number of iterations).
+ADAPTIVE_OPTIONS = tuple("--" + name.replace("_", "-") for name in vocabulary.ADAPTIVE_OPTIONS
+                         if name not in vocabulary.suite_options("jvm"))
 
 
 def parse_params(bench: JvmBenchmark, given: Sequence[str], quick: bool) -> dict[str, str]:
@@ -667,7 +669,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"placement {args.placement}: the JVM suite runs unbound only (platform threads are placed by the OS, "
             "virtual threads by the JVM's carrier pool)",
         )
-        record["placement"] = args.placement if args.placement in ("same-cpu", "different-cpus") else "unbound"
+        record["placement"] = args.placement if args.placement in vocabulary.PLACEMENTS else "unbound"
     else:
         record = run_point(bench, args.model, params, settings)
     print(json.dumps(record, separators=(",", ":")), flush=True)

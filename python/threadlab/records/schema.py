@@ -14,17 +14,16 @@ from __future__ import annotations
 import json
 import math
 from functools import lru_cache
-from importlib import resources
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from threadlab.analysis import stats
+from threadlab.vocabulary import record_format
 from threadlab.records.record import RECORD_SCHEMA_ID  # noqa: F401  (the format's id, re-exported)
 
 if TYPE_CHECKING:  # jsonschema is imported where records are validated: `threadlab --help` does not pay for it
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError
 
-RECORD_SCHEMA_FILE = "record-1.json"
 
 # The producer prints 10 significant digits (native/core/json.c); values
 # recomputed from rounded samples agree far better than this.
@@ -36,11 +35,9 @@ class RecordError(ValueError):
     """A record that does not follow the format; str() names the field."""
 
 
-@lru_cache(maxsize=1)
 def record_schema() -> dict[str, Any]:
     """The record format, as shipped in the package."""
-    text = resources.files("threadlab.records").joinpath("schema", RECORD_SCHEMA_FILE).read_text("utf-8")
-    return json.loads(text)
+    return record_format()
 
 
 @lru_cache(maxsize=1)

@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from threadlab.errors import ThreadlabError, UserError
+from threadlab.vocabulary import RUN_STATUSES
 from threadlab.output.sanitize import printable
 
 DB_ENV = "THREADLAB_DB"
 BUSY_TIMEOUT_MS = 30_000
-RUN_STATUSES = ("running", "complete", "interrupted", "failed")
 # Words that name a run without being its number or name.
 LATEST_WORDS = ("latest", "last")
 # PRAGMA application_id of a threadlab store: "TLAB" in ASCII.

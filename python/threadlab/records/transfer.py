@@ -34,7 +34,8 @@ from threadlab.analysis import stats
 from threadlab.errors import UserError
 from threadlab.analysis.points import canonical_params, describe_points, failed_checks, placement_text
 from threadlab.output.sanitize import CsvWriter, markdown, markdown_code, printable
-from threadlab.records.store import RUN_STATUSES, RunInfo, Store, now_utc, validate_run_name
+from threadlab.records.store import RunInfo, Store, now_utc, validate_run_name
+from threadlab.vocabulary import RUN_STATUSES
 from threadlab.output.units import format_value
 
 RUN_SCHEMA_ID = "threadlab.run/1"

@@ -41,7 +41,8 @@ from threadlab.report import figures as fig
 from threadlab.report import html
 from threadlab.report.html import Cell
 from threadlab.records.store import RunInfo
-from threadlab.output.table import PLACEMENT_ORDER, Footnotes
+from threadlab.output.table import Footnotes
+from threadlab.vocabulary import RECORD_PLACEMENTS
 from threadlab.output.units import format_duration, format_value, is_time_unit
 
 MARKER = ".threadlab-report"
@@ -209,7 +210,7 @@ def _value_cell(record: Mapping[str, Any] | None, notes: Footnotes) -> Cell:
 def overview_single(records: Sequence[Mapping[str, Any]]) -> str:
     """Rows: benchmarks (with the params that vary); columns: placements; cells: medians."""
     points = describe_points(records)
-    present = [p for p in PLACEMENT_ORDER if any(r["placement"] == p for r in records)]
+    present = [p for p in RECORD_PLACEMENTS if any(r["placement"] == p for r in records)]
     rows: dict[str, dict[str, Mapping[str, Any]]] = {}
     quantity: dict[str, str] = {}
     for point in points:

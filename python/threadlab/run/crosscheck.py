@@ -24,14 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from threadlab.native import launcher
-from threadlab.native import protocol as native
-from threadlab.native import process
 from threadlab.analysis import stats
-from threadlab.output import units
 from threadlab.errors import ThreadlabError
-from threadlab.native.protocol import PointOptions
-from threadlab.run.runner import Point, StopRequest, run_point
+from threadlab.native import discovery, launcher, process
+from threadlab.native.process import StopRequest
+from threadlab.native.protocol import PointOptions, catalog, program_env
+from threadlab.output import units
+from threadlab.run.runner import Point, run_point
 
 NAIVE_PROGRAM = "threadlab-crosscheck"
 _NAIVE_TIMEOUT_S = 300.0
@@ -104,15 +103,6 @@ class FigureResult:
                 "suite_median_ns": self.suite_median, "naive_median_ns": self.naive_median, "ratio": self.ratio}
 
 
-def _find_naive_program(name: str = NAIVE_PROGRAM) -> Path:
-    for directory in native.native_dirs():
-        candidate = directory / name
-        if candidate.is_file():
-            return candidate
-    where = ", ".join(str(d) for d in native.native_dirs())
-    raise ThreadlabError(f"{name} not found (looked in {where}); build it with `make build`")
-
-
 def _naive_round(argv: Sequence[str], program: Path) -> dict[str, Any]:
     try:
         done = process.run(list(argv), timeout_s=_NAIVE_TIMEOUT_S)
@@ -166,14 +156,14 @@ def run(rounds: int, progress: Callable[[str], None], suite: str = "primitives",
     """suite: primitives, mpi or omp; launcher_words: the mpi suite's
     launcher (default: the build's, with 2 ranks, the pair measured)."""
     figures = {"primitives": FIGURES, "mpi": MPI_FIGURES, "omp": OMP_FIGURES}[suite]
-    naive = _find_naive_program({"primitives": NAIVE_PROGRAM, "mpi": MPI_NAIVE_PROGRAM, "omp": OMP_NAIVE_PROGRAM}[suite])
-    programs = native.discover_programs()
-    catalog = native.catalog(programs)
+    naive = discovery.find_one({"primitives": NAIVE_PROGRAM, "mpi": MPI_NAIVE_PROGRAM, "omp": OMP_NAIVE_PROGRAM}[suite])
+    programs = discovery.benchmark_programs()
+    offered = catalog(programs)
     program_paths = {p.name: p for p in programs}
 
     points = []
     for index, figure in enumerate(figures):
-        info = next((i for i in catalog if i.benchmark == figure.benchmark and figure.model in (None, i.model)), None)
+        info = next((i for i in offered if i.benchmark == figure.benchmark and figure.model in (None, i.model)), None)
         if info is None:
             model = f" (model {figure.model})" if figure.model else ""
             raise ThreadlabError(f"benchmark {figure.benchmark}{model} is not in the native build")
@@ -182,7 +172,7 @@ def run(rounds: int, progress: Callable[[str], None], suite: str = "primitives",
     options = PointOptions()
     measure_naive: Callable[[], dict[str, Any]]
     if suite == "primitives":
-        env = native.program_env(points[0].program)
+        env = program_env(points[0].program)
         same_cpu = int(env["topology"]["allowed_cpus"][0])  # the suite's same-cpu CPU
         measure_naive = functools.partial(_naive_primitives, naive, same_cpu)
     elif suite == "mpi":

@@ -22,9 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from threadlab import __version__
-from threadlab.native import launcher
-from threadlab.native import protocol as native
-from threadlab.native import process
+from threadlab.native import discovery, launcher, process, protocol
 from threadlab.output.units import format_value
 
 # Scheduler files worth recording: round-robin slice, autogroup, CFS
@@ -197,7 +195,7 @@ def _virtualization(cpu: dict[str, Any]) -> dict[str, Any]:
 
 
 def _git() -> dict[str, Any] | None:
-    root = native.repository_root()
+    root = discovery.repository_root()
     if not (root / ".git").exists():
         return None
     commit = _run_helper(["git", "rev-parse", "HEAD"], cwd=root)
@@ -226,7 +224,7 @@ def collect(programs: Iterable[Path], clock: str | None = None) -> dict[str, Any
         "virtualization": _virtualization(cpu),
         "memory": _memory(),
         "load": {"start": load_average(), "end": None},
-        "native": {program.name: native.program_env(program, clock) for program in programs},
+        "native": {program.name: protocol.program_env(program, clock) for program in programs},
     }
     env["warnings"] = warnings(env)
     return env

@@ -15,30 +15,17 @@ not a valid record.  The run then goes on with the next point.
 from __future__ import annotations
 
 import itertools
-import re
-import os
-import selectors
 import signal
-import subprocess
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from threadlab.native import protocol as native
 from threadlab.native import process
+from threadlab.native.process import StopRequest, exit_text, signal_name
+from threadlab.native.protocol import BenchmarkInfo, PointOptions, point_argv
 from threadlab.records import schema
-from threadlab.native.protocol import BenchmarkInfo, PointOptions
-from threadlab.native.process import kill_group
 from threadlab.records.record import new_record
 
-# After the program exits, its forked helpers may hold stdout open; wait
-# this long for EOF before killing the group.
-_EXIT_GRACE_S = 2.0
-# How often the read loop wakes up to check the deadline and Ctrl-C.
-_POLL_S = 0.25
-# stderr kept for failure reasons: the first and the last bytes.
-_STDERR_KEEP_BYTES = 8192
 _EXTRA_TEXT_LIMIT = 500
 
 
@@ -65,9 +52,7 @@ class Point:
         return " ".join(parts)
 
     def argv(self, options: PointOptions) -> list[str]:
-        return native.point_argv(
-            self.program, self.info.benchmark, self.placement, self.params, options, self.info.suite
-        )
+        return point_argv(self.program, self.info.benchmark, self.placement, self.params, options, self.info.suite)
 
 
 def _param_combinations(info: BenchmarkInfo, quick: bool) -> list[dict[str, str]]:
@@ -127,76 +112,7 @@ def _check_belongs(point: Point, record: dict[str, Any]) -> None:
         raise schema.RecordError(f"field 'placement': {record['placement']} but {point.record_placement} was asked")
 
 
-def signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-# ---------------------------------------------------------------- Ctrl-C
-
-
-class StopRequest:
-    """Set by SIGINT/SIGTERM: kills the point being measured at once and tells
-    the runner to stop after storing what it has.  A second Ctrl-C raises
-    KeyboardInterrupt, for the impatient."""
-
-    def __init__(self) -> None:
-        self.signal: int | None = None
-        self.child: subprocess.Popen[bytes] | None = None
-
-    @property
-    def requested(self) -> bool:
-        return self.signal is not None
-
-    def handle(self, signum: int, _frame: object) -> None:
-        if self.requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.signal = signum
-        kill_group(self.child)
-
-    def install(self) -> Callable[[], None]:
-        """Installs the handlers; returns a function restoring the old ones."""
-        old = {sig: signal.signal(sig, self.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-        def restore() -> None:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
-
-        return restore
-
-
 # --------------------------------------------------------- one data point
-
-
-# A line of stderr that says what went wrong better than the last line does
-# (a sanitizer report ends with stack frames and a summary).
-_HEADLINE = re.compile(r"Sanitizer:|runtime error:|error:|Assertion .* failed|panic", re.IGNORECASE)
-
-
-@dataclass
-class _Output:
-    stdout: bytearray = field(default_factory=bytearray)
-    stderr_head: bytearray = field(default_factory=bytearray)
-    stderr_tail: bytearray = field(default_factory=bytearray)
-    line_number: int = 0
-
-    def add_stderr(self, data: bytes) -> None:
-        room = _STDERR_KEEP_BYTES - len(self.stderr_head)
-        if room > 0:
-            self.stderr_head += data[:room]
-        self.stderr_tail += data
-        del self.stderr_tail[:-_STDERR_KEEP_BYTES]
-
-    def stderr_summary(self) -> str | None:
-        """The first line naming an error, else the last line of stderr."""
-        head = self.stderr_head.decode("utf-8", "replace").splitlines()
-        for line in head:
-            if _HEADLINE.search(line):
-                return line.strip()
-        lines = [line.strip() for line in self.stderr_tail.decode("utf-8", "replace").splitlines() if line.strip()]
-        return lines[-1] if lines else None
 
 
 def run_point(point: Point, options: PointOptions, timeout_s: float, stop: StopRequest) -> Iterator[dict[str, Any]]:
@@ -204,110 +120,31 @@ def run_point(point: Point, options: PointOptions, timeout_s: float, stop: StopR
     program's own (validated), plus a synthesized 'failed' one when the
     program timed out, crashed, or broke the protocol.  Yields nothing more
     once a stop is requested."""
-    argv = point.argv(options)
     try:
-        child = process.start(argv, timeout_s=timeout_s, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
+        child = process.Follow(point.argv(options), timeout_s, stop)
     except OSError as error:
         yield failed_record(point, f"cannot start {point.program.name}: {error.strerror}")
         return
-    stop.child = child
-    try:
-        yield from _follow(point, child, timeout_s, stop)
-    finally:
-        kill_group(child)
-        child.wait()
-        for pipe in (child.stdout, child.stderr):
-            if pipe:
-                pipe.close()
-        stop.child = None
-
-
-def _follow(
-    point: Point, child: subprocess.Popen[bytes], timeout_s: float, stop: StopRequest
-) -> Iterator[dict[str, Any]]:
-    out = _Output()
     statuses: list[str] = []
-    started = time.monotonic()
-    deadline = started + timeout_s
-    exited_at: float | None = None
-    timed_out = was_stopped = False
-    selector = selectors.DefaultSelector()
-    assert child.stdout and child.stderr
-    selector.register(child.stdout, selectors.EVENT_READ, "stdout")
-    selector.register(child.stderr, selectors.EVENT_READ, "stderr")
-    try:
-        while selector.get_map():
-            now = time.monotonic()
-            if stop.requested:
-                return
-            if child.poll() is not None:
-                # The program is done; helpers it forked may still hold the
-                # pipes.  Give them a moment, then kill the group below.  The
-                # point is judged by the program's own exit, not as a hang.
-                exited_at = exited_at or now
-                if now - exited_at >= _EXIT_GRACE_S:
-                    break
-            elif now >= deadline:
-                timed_out = True
-                was_stopped = process.stopped(child.pid)
-                break
-            wait = _POLL_S if exited_at else min(_POLL_S, deadline - now)
-            for key, _ in selector.select(wait):
-                data = os.read(key.fileobj.fileno(), 65536)  # type: ignore[union-attr]
-                if not data:
-                    selector.unregister(key.fileobj)
-                elif key.data == "stderr":
-                    out.add_stderr(data)
-                else:
-                    out.stdout += data
-                    for record in _complete_lines(point, out):
-                        statuses.append(record["status"])
-                        yield record
-    finally:
-        selector.close()
-    if not timed_out and not stop.requested and child.poll() is None:
-        # The output ended before the program: a program may close its
-        # streams on the way out (GNU timeout does, a launcher wrapped in it
-        # then), and killing it in between would pass for a crash.
-        try:
-            child.wait(timeout=max(0.0, min(_EXIT_GRACE_S, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            pass
-    kill_group(child)
-    child.wait()
-    if stop.requested:
-        return
-    if timed_out:
-        why = " (the program was stopped by a signal, e.g. SIGSTOP, and never continued)" if was_stopped else ""
-        yield failed_record(point, f"timed out after {timeout_s:g} s{why}", stderr=out.stderr_summary())
-        return
-    if out.stdout.strip():  # a last line without its newline: the program died writing it
-        out.stdout += b"\n"
-        for record in _complete_lines(point, out):
+    with child:
+        for number, line in enumerate(child.lines(), start=1):
+            try:
+                record = schema.parse_record_line(line)
+                _check_belongs(point, record)
+            except schema.RecordError as error:
+                record = failed_record(point, f"invalid record (stdout line {number}): {error}", invalid_line=line)
             statuses.append(record["status"])
             yield record
-    reason = _exit_problem(child.returncode, statuses, out.stderr_summary())
-    if reason:
-        yield failed_record(point, reason, exit_status=child.returncode, stderr=out.stderr_summary())
-
-
-def _complete_lines(point: Point, out: _Output) -> Iterator[dict[str, Any]]:
-    while (end := out.stdout.find(b"\n")) >= 0:
-        line = out.stdout[:end].decode("utf-8", "replace").strip()
-        del out.stdout[: end + 1]
-        if not line:
-            continue
-        out.line_number += 1
-        try:
-            record = schema.parse_record_line(line)
-            _check_belongs(point, record)
-        except schema.RecordError as error:
-            yield failed_record(
-                point, f"invalid record (stdout line {out.line_number}): {error}", invalid_line=line
-            )
-            continue
-        yield record
+        if stop.requested:
+            return
+        if child.timed_out:
+            why = " (the program was stopped by a signal, e.g. SIGSTOP, and never continued)" if child.was_stopped else ""
+            yield failed_record(point, f"timed out after {timeout_s:g} s{why}", stderr=child.stderr_summary())
+            return
+        assert child.returncode is not None
+        reason = _exit_problem(child.returncode, statuses, child.stderr_summary())
+        if reason:
+            yield failed_record(point, reason, exit_status=child.returncode, stderr=child.stderr_summary())
 
 
 def _exit_problem(returncode: int, statuses: list[str], last_stderr: str | None) -> str | None:
@@ -318,7 +155,7 @@ def _exit_problem(returncode: int, statuses: list[str], last_stderr: str | None)
     if returncode in (-signal.SIGALRM, -signal.SIGXCPU):
         return f"killed by {signal_name(-returncode)}: its own time limit ran out (docs/security.md){said}"
     if returncode < 0:
-        return f"killed by {signal_name(-returncode)}{said}"
+        return f"{exit_text(returncode)}{said}"
     if returncode == 0 and statuses:
         return None
     if returncode == 1 and "failed" in statuses:
@@ -329,21 +166,20 @@ def _exit_problem(returncode: int, statuses: list[str], last_stderr: str | None)
         return f"usage error{said}"
     if returncode == 1:
         return f"exited with status 1 without a failed record{said}"
-    return f"exited with status {returncode}{said}"
+    return f"{exit_text(returncode)}{said}"
 
 
 # ------------------------------------------------------------- the sweep
 
 
 @dataclass
-class SweepResult:
-    records: list[dict[str, Any]]
-    interrupted_by: int | None  # the signal that stopped the sweep, if any
-    points_done: int
+class Result:
+    """What a loop of child runs gives back: a sweep's points, a study's
+    runs (study.engine)."""
 
-    @property
-    def failed_records(self) -> int:
-        return sum(1 for record in self.records if record["status"] == "failed")
+    records: list[dict[str, Any]]
+    interrupted_by: int | None  # the signal that stopped the loop, if any
+    done: int  # points (runs) that ran to their end
 
 
 class ProgressSink:
@@ -360,7 +196,7 @@ def run_sweep(
     timeout_s: float | Callable[[Point], float],
     on_record: Callable[[Point, dict[str, Any]], None],
     progress: ProgressSink,
-) -> SweepResult:
+) -> Result:
     """Runs the points in order; on_record stores each record as it comes.
     SIGINT/SIGTERM stop the sweep after the current point's stored records.
     timeout_s: one limit for every point, or a function giving each point's
@@ -386,4 +222,4 @@ def run_sweep(
             progress.point_finished(point, point_records)
     finally:
         restore()
-    return SweepResult(records=records, interrupted_by=stop.signal, points_done=done)
+    return Result(records=records, interrupted_by=stop.signal, done=done)

@@ -20,7 +20,6 @@ import itertools
 import json
 import math
 import os
-import random
 import re
 import subprocess
 import sys
@@ -29,18 +28,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from threadlab.native import protocol as native
-from threadlab.native import process
-from threadlab.records import schema
+from threadlab import vocabulary
 from threadlab.analysis import stats
 from threadlab.errors import ThreadlabError, UserError
+from threadlab.native import discovery, process
+from threadlab.native.process import StopRequest, exit_text
+from threadlab.records import schema
 from threadlab.records.record import new_record
-from threadlab.native.process import kill_group
-from threadlab.run.runner import StopRequest
-from threadlab.output.sanitize import printable, printable_lines
+from threadlab.run.progress import JobProgress
+from threadlab.run.runner import Result
+from threadlab.study.engine import Job, allowed_cpus, drive, interleaved_jobs, new_seed
 
 STUDY = "apps"
-APP_PREFIX = "threadlab-app-"
+APP_PREFIX = discovery.APP_PREFIX
 MANIFEST_NAME = "threadlab-apps.json"
 BENCHMARK_PREFIX = "study.apps."
 
@@ -149,25 +149,10 @@ def parse_design(text: str) -> list[tuple[str, ...]]:
     return blocks
 
 
-def count_ranges(parts: Iterable[str], maximum: int) -> list[int]:
-    """Counts from 1 to maximum given as numbers and ranges (1,2,4 or 1-8
-    mix), sorted, each once; ValueError naming the first bad part."""
-    counts: list[int] = []
-    for part in parts:
-        part = part.strip()
-        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        low = int(match.group(1)) if match else 0
-        high = int(match.group(2)) if match and match.group(2) else low
-        if not match or not 1 <= low <= high <= maximum:
-            raise ValueError(part)
-        counts.extend(range(low, high + 1))
-    return sorted(set(counts))
-
-
 def parse_threads(text: str) -> list[int]:
     """--threads 1,2,4 or 1-8 (ranges and lists mix)."""
     try:
-        return count_ranges(text.split(","), MAX_THREADS)
+        return vocabulary.parse_ranges(text.split(","), 1, MAX_THREADS)
     except ValueError:
         raise UserError(
             f"--threads {text}: expected thread counts from 1 to {MAX_THREADS}, as a list and/or ranges "
@@ -200,10 +185,6 @@ def parse_sizes(text: str) -> dict[str, int]:
             )
         sizes[name] = int(number)
     return sizes
-
-
-def allowed_cpus() -> list[int]:
-    return sorted(os.sched_getaffinity(0))
 
 
 # ----------------------------------------------------------------- programs
@@ -265,19 +246,15 @@ def _executable(path: Path) -> bool:
 
 
 def discover_programs(directory: Path | None = None) -> Programs:
-    """The programs of the first native directory holding any (as for the
-    benchmark programs: $THREADLAB_NATIVE_DIR, else build/bin, else $PATH),
-    with the build's manifest of what was not built and why."""
-    searched = [directory] if directory else native.native_dirs()
-    found_dir = next(
-        (d for d in searched if d.is_dir() and any(_executable(p) for p in d.glob(APP_PREFIX + "*"))), None
-    )
-    if found_dir is None:
-        where = ", ".join(str(d) for d in searched[:3]) + (" and $PATH" if len(searched) > 3 else "")
-        raise ThreadlabError(
-            f"no application programs ({APP_PREFIX}*) in {where}; build them with `make` "
-            f"or set {native.NATIVE_DIR_ENV}"
-        )
+    """The programs of the first native directory holding any
+    (discovery.find: $THREADLAB_NATIVE_DIR, else build/bin, else $PATH), or
+    of `directory`, with the build's manifest of what was not built and why."""
+    if directory is not None:
+        found_dir: Path | None = directory if any(_executable(p) for p in directory.glob(APP_PREFIX + "*")) else None
+        if found_dir is None:
+            raise ThreadlabError(f"no application programs ({APP_PREFIX}*) in {directory}; build them with `make`")
+    else:
+        found_dir = discovery.find(APP_PREFIX + "*", "application programs")[0].parent
     native_arch = "64" if sys.maxsize > 2**32 else "32"
     paths: dict[tuple[str, str], Path] = {}
     reasons: dict[tuple[str, str], str] = {}
@@ -308,24 +285,13 @@ def discover_programs(directory: Path | None = None) -> Programs:
     return Programs(found_dir, native_arch, paths, reasons)
 
 
-def _query(program: Path, *args: str) -> list[str]:
-    try:
-        done = process.run([program, *args], timeout_s=_QUERY_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise ThreadlabError(f"{program.name} {' '.join(args)}: {error}") from None
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise ThreadlabError(f"{program.name} {' '.join(args)} failed with exit status {done.returncode}: {last}")
-    return [line for line in done.stdout.splitlines() if line.strip()]
-
-
 def kernel_catalog(programs: Programs) -> dict[str, KernelInfo]:
     """The kernels and their sizes, from the first available program."""
     if not programs.paths:
         raise ThreadlabError(f"no application program of a known platform ({', '.join(PLATFORMS)}) in "
                              f"{programs.directory}; build them with `make`")
     program = programs.path("pthread", programs.native_arch) or min(programs.paths.values())
-    lines = _query(program, "--kernels")
+    lines = discovery.query(program, "--kernels", timeout_s=_QUERY_TIMEOUT_S)
     try:
         kernels = {info.name: info for info in (KernelInfo.from_dict(json.loads(line)) for line in lines)}
     except (KeyError, TypeError, ValueError) as error:
@@ -419,25 +385,6 @@ class Cell:
         argv = [str(self.program), "--kernel", self.kernel.name, "--threads", str(self.threads),
                 "--size", str(self.size), "--priority", priority_argument(self.scenario.priority)]
         return argv + (["--pin"] if self.scenario.affinity == "pinned" else [])
-
-
-@dataclass(frozen=True)
-class Job:
-    cell: int
-    run: int  # 0-based run index within the cell
-
-
-def interleaved_jobs(cells: Sequence[int], runs: int, seed: int) -> list[Job]:
-    """`runs` jobs of every cell, shuffled with a generator seeded by
-    `seed`; within a cell the runs are numbered in the order they are done."""
-    jobs = [Job(cell, run) for cell in cells for run in range(runs)]
-    random.Random(seed).shuffle(jobs)
-    order: dict[int, int] = {}
-    numbered = []
-    for job in jobs:
-        numbered.append(Job(job.cell, order.get(job.cell, 0)))
-        order[job.cell] = order.get(job.cell, 0) + 1
-    return numbered
 
 
 @dataclass
@@ -556,7 +503,7 @@ def make_plan(
     blocks = parse_design(design)
     scenarios = expand_design(blocks, chosen)
     if seed is None:
-        seed = int.from_bytes(os.urandom(4), "little")
+        seed = new_seed()
     chosen_sizes: dict[str, int] = {}
     infos = [kernels[name] for name in kernel_names]
     for info in infos:
@@ -646,33 +593,23 @@ def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequen
     argv = cell.argv() + list(extra_args)
     started = time.monotonic()
     try:
-        child = process.start(argv, timeout_s=timeout_s, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
+        child = process.Follow(argv, timeout_s, stop)
     except OSError as error:
         return Outcome("failed", f"cannot start {Path(argv[0]).name}: {error.strerror}", {}, 0.0)
-    stop.child = child  # type: ignore[assignment]
-    timed_out = False
-    try:
-        try:
-            out, err = child.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            kill_group(child)  # type: ignore[arg-type]
-            out, err = child.communicate()
-    finally:
-        stop.child = None
-        kill_group(child)  # type: ignore[arg-type]
+    with child:
+        lines = list(child.lines())
     wall = time.monotonic() - started
     if stop.requested:
         return None
-    stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-    if timed_out:
+    if child.timed_out:
         return Outcome("failed", f"timed out after {timeout_s:g} s", {}, wall)
-    data = last_json_object(stdout)
-    said = stderr_line(stderr)
+    data = last_json_object("\n".join(lines))
+    said = child.stderr_summary()
+    said = said[:_STDERR_KEEP] if said else None
     code = child.returncode
+    assert code is not None
     if code < 0:
-        return Outcome("failed", f"killed by signal {-code}" + (f": {said}" if said else ""), data, wall)
+        return Outcome("failed", exit_text(code) + (f": {said}" if said else ""), data, wall)
     if code == EXIT_VERIFIED and data.get("status") == "ok" and _measured(data):
         return Outcome("ok", None, data, wall)
     if code == EXIT_WRONG and _measured(data):
@@ -683,7 +620,7 @@ def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequen
         return Outcome("failed", f"usage error: {said or '?'}", data, wall)
     if data.get("reason"):
         return Outcome("failed", str(data["reason"]), data, wall)
-    return Outcome("failed", f"exited with status {code}" + (f": {said}" if said else "") +
+    return Outcome("failed", exit_text(code) + (f": {said}" if said else "") +
                    ("" if data else " (no JSON result)"), data, wall)
 
 
@@ -713,144 +650,20 @@ def record_outcome(cell: Cell, outcome: Outcome) -> None:
     cell.last = data
 
 
-class StudyProgress:
-    """The study's progress on stderr: on a terminal one line redrawn after
-    every run; otherwise a line every 10% of the runs."""
-
-    def __init__(self, total: int, enabled: bool = True, stream: Any = None) -> None:
-        self.total = total
-        self.stream = stream if stream is not None else sys.stderr
-        self.enabled = enabled and total > 0
-        self.live = self.enabled and self.stream.isatty()
-        self.started = time.monotonic()
-        self.done = 0
-        self._next_report = 0.1
-
-    def message(self, text: str) -> None:
-        if self.live:
-            self._write("\r\x1b[K")
-        self._write(printable_lines(text) + "\n")
-
-    def _write(self, text: str) -> None:
-        from threadlab.run.progress import write_or_give_up
-
-        if self.enabled and not write_or_give_up(self.stream, text):
-            self.enabled = self.live = False
-
-    def _eta(self) -> str:
-        from threadlab.output.units import format_duration
-
-        elapsed = time.monotonic() - self.started
-        left = elapsed / self.done * (self.total - self.done) if self.done else None
-        return f"{format_duration(elapsed)} elapsed, ETA {format_duration(left)}"
-
-    def run_done(self, cell: Cell, outcome: Outcome) -> None:
-        if not self.enabled:
-            return
-        self.done += 1
-        width = len(str(self.total))
-        if outcome.kind in ("failed", "wrong"):
-            self.message(f"threadlab: {cell.label}: {outcome.kind.upper()}: {outcome.reason}")
-        if self.live:
-            text = f"[{self.done:>{width}}/{self.total}] {printable(cell.label)}  {self._eta()}"
-            self._write("\r" + text[: max(20, _terminal_width() - 1)] + "\x1b[K")
-        elif self.done >= self._next_report * self.total or self.done == self.total:
-            self._next_report += 0.1
-            self.message(f"[{self.done:>{width}}/{self.total}] runs done ({self._eta()})")
-
-    def close(self) -> None:
-        if self.live:
-            self._write("\r\x1b[K")
-
-
-def _terminal_width() -> int:
-    import shutil
-
-    return shutil.get_terminal_size((100, 20)).columns
-
-
-@dataclass
-class StudyResult:
-    records: list[dict[str, Any]]
-    interrupted_by: int | None
-    runs_done: int
-
-
 def run_study(
     plan: Plan,
     on_record: Callable[[Cell, dict[str, Any]], None],
-    progress: StudyProgress,
+    progress: JobProgress,
     extra_args: Sequence[str] = (),
-) -> StudyResult:
-    """Runs every job in the plan's order.  A cell's records are made and
-    handed to on_record (the store) as soon as its last run is done; the
-    cells that cannot run are recorded first.  Ctrl-C/SIGTERM: the run in
-    progress is killed, every cell with at least one run is recorded with
-    what it has, and the study stops."""
+) -> Result:
+    """Runs every job in the plan's order (study.engine.drive).  A cell's
+    records are made and handed to on_record (the store) as soon as its
+    last run is done; the cells that cannot run are recorded first.
+    Ctrl-C/SIGTERM: the run in progress is killed, every cell with at least
+    one run is recorded with what it has, and the study stops."""
     return drive(plan.cells, plan.jobs, lambda cell, stop: run_once(cell, plan.timeout_s, stop, extra_args),
                  record_outcome, lambda cell: cell_records(cell, plan), on_record, progress,
                  unsupported=lambda cell: bool(cell.unsupported))
-
-
-def drive(
-    cells: Sequence[Any],
-    jobs: Sequence[Job],
-    run_one: Callable[[Any, StopRequest], Any],
-    record_one: Callable[[Any, Any], None],
-    make_records: Callable[[Any], list[dict[str, Any]]],
-    on_record: Callable[[Any, dict[str, Any]], None],
-    progress: StudyProgress,
-    unsupported: Callable[[Any], bool] = lambda cell: False,
-) -> StudyResult:
-    """The loop of a study (apps, multiprog): runs every job in order with
-    run_one(cell, stop) (None: a stop was requested), adds its outcome to
-    the cell with record_one, and hands the cell's records (make_records)
-    to on_record as soon as its last job is done; unsupported cells are
-    recorded first and their jobs skipped.  Ctrl-C/SIGTERM: run_one kills
-    what runs, every cell with a finished job is recorded with what it
-    has, and the study stops.  A cell has `index`, `emitted`, `runs_done`."""
-    records: list[dict[str, Any]] = []
-
-    def emit(cell: Any) -> None:
-        if cell.emitted:
-            return
-        cell.emitted = True
-        for record in make_records(cell):
-            on_record(cell, record)
-            records.append(record)
-
-    for cell in cells:
-        if unsupported(cell):
-            emit(cell)
-    remaining = {cell.index: 0 for cell in cells}
-    for job in jobs:
-        remaining[job.cell] += 1
-    stop = StopRequest()
-    restore = stop.install()
-    done = 0
-    try:
-        for job in jobs:
-            if stop.requested:
-                break
-            cell = cells[job.cell]
-            if unsupported(cell):  # found out by an earlier run
-                continue
-            outcome = run_one(cell, stop)
-            if outcome is None:
-                break
-            record_one(cell, outcome)
-            done += 1
-            remaining[job.cell] -= 1
-            progress.run_done(cell, outcome)
-            if remaining[job.cell] == 0 or unsupported(cell):
-                emit(cell)
-    finally:
-        restore()
-        # Interrupted (or a second Ctrl-C): keep every cell that measured something.
-        for cell in cells:
-            if not cell.emitted and (cell.runs_done or unsupported(cell)):
-                emit(cell)
-    return StudyResult(records, stop.signal, done)
 
 
 # ------------------------------------------------------------------ records
@@ -962,8 +775,7 @@ def cell_records(cell: Cell, plan: Plan) -> list[dict[str, Any]]:
                 iterations=1,
                 samples=clean,
                 summary=stats.summarize(clean).as_dict(),
-                stop={"rule": "fixed", "target": None, "reason": "fixed", "min_timings": plan.runs,
-                      "max_timings": plan.runs, "elapsed_s": round(sum(cell.walls), 6)},
+                stop=vocabulary.fixed_stop(plan.runs, sum(cell.walls)),
                 checks=_checks(cell),
             )
         records.append(schema.validate_record(record))

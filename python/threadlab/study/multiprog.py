@@ -29,22 +29,22 @@ import re
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from threadlab.native import process
-from threadlab.native import rm
-from threadlab.records import schema
+from threadlab import vocabulary
 from threadlab.analysis import stats
 from threadlab.errors import ThreadlabError, UserError
+from threadlab.native import discovery, process, rm
+from threadlab.native.process import StopRequest
+from threadlab.records import schema
 from threadlab.records.record import new_record
-from threadlab.native.process import kill_group
-from threadlab.run.runner import StopRequest
-from threadlab.study.apps import (Job, StudyProgress, StudyResult, allowed_cpus, count_ranges, drive, interleaved_jobs,
-                                  last_json_object, stderr_line)
+from threadlab.run.progress import JobProgress
+from threadlab.run.runner import Result
+from threadlab.study.apps import last_json_object, stderr_line
+from threadlab.study.engine import Job, allowed_cpus, drive, interleaved_jobs, new_seed
 
 STUDY = "multiprog"
 PROGRAM = "threadlab-npb"
@@ -104,7 +104,7 @@ def parse_baselines(text: str) -> list[str]:
 def parse_degrees(text: str) -> list[int]:
     """--degree 1,2,4,8 or 1-4: multiprogramming degrees, 1..MAX_DEGREE."""
     try:
-        return count_ranges(_list("--degree", text), MAX_DEGREE)
+        return vocabulary.parse_ranges(_list("--degree", text), 1, MAX_DEGREE)
     except ValueError as bad:
         raise UserError(f"--degree {text}: '{bad}' is out of range; expected degrees (instances at once) "
                         f"from 1 to {MAX_DEGREE}, as a list and/or ranges (e.g. 1,2,4,8 or 1-4)") from None
@@ -240,8 +240,8 @@ class Plan:
 
 
 def find_program() -> Path:
-    """threadlab-npb of the build (a UserError saying how to build it)."""
-    return rm.find_native(PROGRAM)
+    """threadlab-npb of the build (a ThreadlabError saying how to build it)."""
+    return discovery.find_one(PROGRAM)
 
 
 def make_plan(
@@ -277,7 +277,7 @@ def make_plan(
     policy = rm.check_policy(policy, "--policy")
     quantum_ms = rm.check_quantum(quantum_ms)
     if seed is None:
-        seed = int.from_bytes(os.urandom(4), "little")
+        seed = new_seed()
     cells: list[Cell] = []
     for app in apps:
         if dedicated:
@@ -351,49 +351,34 @@ class Experiment:
 
 
 class _Child:
-    """One running instance: started in its own session, reaped by a thread
-    blocked in wait4 (no polling: the CPUs belong to the workload)."""
+    """One running instance (process.Watched: reaped by a thread blocked in
+    wait4, no polling: the CPUs belong to the workload), its output in
+    files."""
 
     def __init__(self, argv: list[str], launch: Launch, out_dir: Path, number: int, timeout_s: float) -> None:
         self.stdout_path = out_dir / f"{number}.out"
         self.stderr_path = out_dir / f"{number}.err"
-        # The child inherits the CPU mask of the thread that starts it: set
-        # on this thread around the start (no preexec_fn: threads run).
-        saved = os.sched_getaffinity(0) if launch.affinity is not None else None
-        try:
-            if launch.affinity is not None:
-                os.sched_setaffinity(0, launch.affinity)
-            with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-                self.started = time.monotonic()
-                self.popen = process.start(argv, timeout_s=timeout_s, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                           env=launch.env)
-        finally:
-            if saved is not None:
-                os.sched_setaffinity(0, saved)
-        self.ended: float | None = None
-        self.status = 0
-        self.rusage: Any = None
-        self.thread = threading.Thread(target=self._reap, daemon=True)
-        self.thread.start()
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.watched = process.Watched(argv, timeout_s=timeout_s, affinity=launch.affinity,
+                                           stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=launch.env)
+        self.started = self.watched.started
+        self.thread = self.watched.thread
 
-    def _reap(self) -> None:
-        _, status, rusage = os.wait4(self.popen.pid, 0)
-        self.ended = time.monotonic()
-        self.status = os.waitstatus_to_exitcode(status)
-        self.rusage = rusage
-        self.popen.returncode = self.status  # reaped here: Popen must not wait again
+    @property
+    def ended(self) -> float | None:
+        return self.watched.ended
 
     def kill(self) -> None:
-        if self.ended is None:
-            kill_group(self.popen)
+        self.watched.kill()
 
     def instance(self) -> Instance:
-        assert self.ended is not None
+        assert self.watched.ended is not None
         data = last_json_object(self.stdout_path.read_text(errors="replace"))
+        status, rusage = self.watched.status, self.watched.rusage
         return Instance(
-            turnaround_s=self.ended - self.started, exit_status=self.status,
-            verified=self.status == 0 and data.get("verified") is True, data=data,
-            voluntary=int(self.rusage.ru_nvcsw), involuntary=int(self.rusage.ru_nivcsw),
+            turnaround_s=self.watched.ended - self.started, exit_status=status,
+            verified=status == 0 and data.get("verified") is True, data=data,
+            voluntary=int(rusage.ru_nvcsw), involuntary=int(rusage.ru_nivcsw),
             stderr=stderr_line(self.stderr_path.read_text(errors="replace")),
         )
 
@@ -401,7 +386,7 @@ class _Child:
 def _instance_problem(instance: Instance) -> tuple[str, str] | None:
     """('wrong' or 'failed', why) for an instance that did not verify."""
     if instance.exit_status < 0:
-        return "failed", f"killed by signal {-instance.exit_status}" + (f": {instance.stderr}" if instance.stderr else "")
+        return "failed", process.exit_text(instance.exit_status) + (f": {instance.stderr}" if instance.stderr else "")
     if not instance.data:
         return "failed", (f"exited with status {instance.exit_status}, no JSON line"
                           + (f": {instance.stderr}" if instance.stderr else ""))
@@ -502,7 +487,7 @@ def record_experiment(cell: Cell, experiment: Experiment) -> None:
         cell.last = instance.data
 
 
-def run_study(plan: Plan, on_record: Callable[[Cell, dict[str, Any]], None], progress: StudyProgress) -> StudyResult:
+def run_study(plan: Plan, on_record: Callable[[Cell, dict[str, Any]], None], progress: JobProgress) -> Result:
     """Runs every experiment in the plan's order; a cell's records go to
     on_record (the store) as soon as its last experiment is done.
     Ctrl-C/SIGTERM: the experiment in progress is killed (and its manager
@@ -606,8 +591,7 @@ def cell_records(cell: Cell, plan: Plan) -> list[dict[str, Any]]:
         else:
             record.update(
                 clock="monotonic", iterations=1, samples=samples, summary=stats.summarize(samples).as_dict(),
-                stop={"rule": "fixed", "target": None, "reason": "fixed", "min_timings": plan.runs,
-                      "max_timings": plan.runs, "elapsed_s": round(sum(cell.makespan), 6)},
+                stop=vocabulary.fixed_stop(plan.runs, sum(cell.makespan)),
                 checks=_checks(cell),
             )
         records.append(schema.validate_record(record))

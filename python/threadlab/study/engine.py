@@ -1,0 +1,172 @@
+"""The engine every study runs on (docs/architecture.md, "Adding a study").
+
+A study is a matrix of cells (scenario x kernel x thread count; kernel x
+baseline x degree; ...), each run many times.  The engine gives it:
+
+- jobs: every run of every cell, interleaved in one seeded random order
+  (interleaved_jobs), so that drift of the machine favours no cell;
+- drive(): the loop that runs the jobs in that order, adds each run's
+  outcome to its cell, hands a cell's records on as soon as its last run
+  is done, and keeps what was measured when Ctrl-C (SIGTERM) stops it;
+- Study: what a stored run of a study is known by (study/registry.py
+  lists them): the module making its tables, for `threadlab show`.
+
+The stored run around it (create, progress, keep, finish, epilogue) is
+threadlab.run.lifecycle, as for `threadlab bench`; the command line of
+a study is a subcommand in threadlab/cli/study.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+from threadlab.native.process import StopRequest
+from threadlab.run.progress import JobProgress
+from threadlab.run.runner import Result
+
+
+@dataclass(frozen=True)
+class Job:
+    cell: int
+    run: int  # 0-based run index within the cell
+
+
+def interleaved_jobs(cells: Sequence[int], runs: int, seed: int) -> list[Job]:
+    """`runs` jobs of every cell, shuffled with a generator seeded by
+    `seed`; within a cell the runs are numbered in the order they are done."""
+    jobs = [Job(cell, run) for cell in cells for run in range(runs)]
+    random.Random(seed).shuffle(jobs)
+    order: dict[int, int] = {}
+    numbered = []
+    for job in jobs:
+        numbered.append(Job(job.cell, order.get(job.cell, 0)))
+        order[job.cell] = order.get(job.cell, 0) + 1
+    return numbered
+
+
+def new_seed() -> int:
+    """A seed for the order of a study's runs, recorded with the run."""
+    return int.from_bytes(os.urandom(4), "little")
+
+
+def allowed_cpus() -> list[int]:
+    """The CPUs this process may use, in order."""
+    return sorted(os.sched_getaffinity(0))
+
+
+class Cell(Protocol):
+    """What the engine needs of a study's cell."""
+
+    index: int
+    emitted: bool
+    runs_done: int
+
+    @property
+    def label(self) -> str: ...
+
+
+class Outcome(Protocol):
+    """What the engine needs of one run's outcome."""
+
+    kind: str  # "ok", "wrong", "failed", "unsupported"
+    reason: str | None
+
+
+def drive(
+    cells: Sequence[Any],
+    jobs: Sequence[Job],
+    run_one: Callable[[Any, StopRequest], Any],
+    record_one: Callable[[Any, Any], None],
+    make_records: Callable[[Any], list[dict[str, Any]]],
+    on_record: Callable[[Any, dict[str, Any]], None],
+    progress: JobProgress,
+    unsupported: Callable[[Any], bool] = lambda cell: False,
+) -> Result:
+    """The loop of a study: runs every job in order with run_one(cell,
+    stop) (None: a stop was requested), adds its outcome to the cell with
+    record_one, and hands the cell's records (make_records) to on_record
+    as soon as its last job is done; unsupported cells are recorded first
+    and their jobs skipped.  Ctrl-C/SIGTERM: run_one kills what runs,
+    every cell with a finished job is recorded with what it has, and the
+    study stops."""
+    records: list[dict[str, Any]] = []
+
+    def emit(cell: Any) -> None:
+        if cell.emitted:
+            return
+        cell.emitted = True
+        for record in make_records(cell):
+            on_record(cell, record)
+            records.append(record)
+
+    for cell in cells:
+        if unsupported(cell):
+            emit(cell)
+    remaining = {cell.index: 0 for cell in cells}
+    for job in jobs:
+        remaining[job.cell] += 1
+    stop = StopRequest()
+    restore = stop.install()
+    done = 0
+    try:
+        for job in jobs:
+            if stop.requested:
+                break
+            cell = cells[job.cell]
+            if unsupported(cell):  # found out by an earlier run
+                continue
+            outcome = run_one(cell, stop)
+            if outcome is None:
+                break
+            record_one(cell, outcome)
+            done += 1
+            remaining[job.cell] -= 1
+            progress.run_done(cell.label, outcome.kind, outcome.reason)
+            if remaining[job.cell] == 0 or unsupported(cell):
+                emit(cell)
+    finally:
+        restore()
+        # Interrupted (or a second Ctrl-C): keep every cell that measured something.
+        for cell in cells:
+            if not cell.emitted and (cell.runs_done or unsupported(cell)):
+                emit(cell)
+    return Result(records, stop.signal, done)
+
+
+def main_records(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The records of a study's main metric (a cell's time, a workload's
+    turnaround): one per cell, what the epilogue counts."""
+    main = {r["metric"] for r in records} & {"time", "turnaround"}
+    return [r for r in records if r["metric"] in main]
+
+
+# ------------------------------------------------------------ the studies
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study as a stored run knows it (study/registry.py): the name its
+    options and records carry ("study"), the prefix of its benchmarks, and
+    the module of its tables, with render(console, records, title) and the
+    function giving its --json lines."""
+
+    name: str
+    benchmark_prefix: str
+    tables: str  # module name
+    rows_function: str
+
+    def _tables(self) -> Any:
+        return importlib.import_module(self.tables)  # rich: imported when tables are printed
+
+    def render(self, console: Any, records: Sequence[Mapping[str, Any]], title: str) -> None:
+        self._tables().render(console, records, title=title)
+
+    def rows(self, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        return getattr(self._tables(), self.rows_function)(records)
+
+    def owns(self, record: Mapping[str, Any]) -> bool:
+        return str(record.get("benchmark", "")).startswith(self.benchmark_prefix)

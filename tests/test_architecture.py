@@ -1,0 +1,125 @@
+"""The shape of the code (docs/architecture.md): no import circles in the
+Python package, the command line on top of everything and its commands
+independent of its root, one place that finds native programs."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from hostile import REPO
+
+PYTHON = REPO / "python"
+PACKAGE = PYTHON / "threadlab"
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PYTHON).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """Every threadlab module the module imports, anywhere in it (a
+    function's import too: it closes a circle as well, only later)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        else:
+            continue
+        found |= {resolved for name in names if (resolved := _resolve(name, modules))}
+    found.discard(module)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {module: _imports(module, path, modules) for module, path in modules.items()}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_the_import_graph_is_read() -> None:
+    """The check below sees what it should: known edges are in the graph."""
+    graph = _graph()
+    assert "threadlab.cli.bench" in graph["threadlab.cli"]
+    assert "threadlab.native.process" in graph["threadlab.run.runner"]
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_circles_in_python() -> None:
+    assert _circles(_graph()) == []
+
+
+def test_the_command_line_is_on_top() -> None:
+    """Command modules share cli/options.py, never the package root that
+    imports them; nothing outside the command line imports it."""
+    offenders = []
+    for module, imported in _graph().items():
+        if module.startswith("threadlab.cli.") and "threadlab.cli" in imported:
+            offenders.append(f"{module} imports threadlab.cli")
+        if not module.startswith("threadlab.cli") and module != "threadlab.__main__":
+            offenders += [f"{module} imports {name}" for name in imported if name.startswith("threadlab.cli")]
+    assert offenders == []
+
+
+def test_native_programs_are_found_in_one_place() -> None:
+    """Only native/discovery.py knows where programs are (its search
+    directories and $THREADLAB_NATIVE_DIR)."""
+    pattern = re.compile(r"environ[^\n]*THREADLAB_NATIVE_DIR|NATIVE_DIR_ENV|search_dirs\(|\"build\" / \"bin\"")
+    offenders = [f"{path.relative_to(REPO)}:{number}"
+                 for path in PACKAGE.rglob("*.py") if path.name != "discovery.py"
+                 for number, line in enumerate(path.read_text().splitlines(), start=1) if pattern.search(line)]
+    assert offenders == []

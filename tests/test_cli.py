@@ -82,13 +82,34 @@ def test_unknown_command_is_refused(run_cli: RunCli) -> None:
     assert "invalid choice: 'benchmark'" in _refused(run_cli, "benchmark")
 
 
-def test_help_states_the_defaults(run_cli: RunCli) -> None:
+def test_help_states_the_defaults(fake_native: Path, run_cli: RunCli) -> None:
     code, out, _ = run_cli("bench", "--help")
     assert code == 0
     flat = " ".join(out.split())
     assert "default 0.05" in flat and "default 120 s, 30 s with --quick" in flat
-    assert "default 10, 3 with --quick" in flat  # min-timings
+    assert "the fake's min_timings, 2..100000 (default 10, 3 with --quick)" in flat  # the program's --options
     assert "130 interrupted" in flat
+
+
+def test_help_without_native_programs_says_where_the_defaults_are(run_cli: RunCli) -> None:
+    code, out, _ = run_cli("bench", "--help")
+    assert code == 0
+    assert "their --options; none is built here" in " ".join(out.split())
+
+
+def test_the_ranges_of_the_adaptive_options_are_the_programs(
+    fake_native: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The front end keeps no copy of them: a program stating another range
+    is obeyed."""
+    monkeypatch.setenv("FAKE_TARGET_MAX", "0.5")
+    err = _refused(run_cli, "bench", "--quick", "--target", "0.7")
+    assert "--target 0.7: expected a number from 1e-06 to 0.5 (the relative spread that ends a point" in err
+
+
+def test_an_adaptive_option_needs_the_native_programs(run_cli: RunCli) -> None:
+    code, _, err = run_cli("bench", "--quick", "--target", "0.1")
+    assert code == 1 and "no native benchmark programs" in err
 
 
 def test_version(run_cli: RunCli) -> None:

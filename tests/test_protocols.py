@@ -27,13 +27,25 @@ def check(record: dict[str, Any], name: str) -> dict[str, Any]:
     return found[0]
 
 
-def test_front_end_knows_the_native_defaults() -> None:
+def test_the_options_are_stated_once_and_read_by_the_front_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--options (native/core/options.c) is what the front end knows, and
+    --env's defaults come from the same table."""
+    monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(REAL_NATIVE_DIR))
+    options = native.native_options()
+    assert set(options) == {"rule", "target", "warmup", "min_timings", "max_timings", "min_timing_ms",
+                            "max_seconds", "clock"}
+    assert options["rule"].choices == ("rsd", "rse") and options["clock"].choices == ("auto", "tsc", "monotonic_raw")
     env = json.loads(subprocess.run([str(PROGRAM), "--env"], capture_output=True, text=True,
                                     check=True, timeout=60).stdout)
     for quick, key in ((False, "normal"), (True, "quick")):
-        reported = env["defaults"][key]
-        for option, value in native.NATIVE_DEFAULTS[quick].items():
-            assert reported[option] == pytest.approx(value), (key, option)
+        assert env["defaults"][key] == {name: option.default_for(quick) for name, option in options.items()
+                                        if name != "clock"}, key
+    # The program refuses what the front end refuses, with the same words.
+    done = subprocess.run([str(PROGRAM), "--run", "pthread.empty", "--min-timings", "1"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "--min-timings 1: expected an integer from 2 to 100000" in done.stderr
+    with pytest.raises(Exception, match="--min-timings 1: expected an integer from 2 to 100000"):
+        options["min_timings"].parse("1")
 
 
 def test_yield_pingpong_on_one_cpu_alternates() -> None:

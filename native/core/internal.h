@@ -1,9 +1,12 @@
-/* internal.h - state shared by the framework's files; not installed. */
+/* internal.h - state shared by the timing core's files; not installed.
+ * Each part is declared under the file that defines it; a file calls
+ * down (die.c, params.c, options.c are leaves), never up into main.c. */
 #ifndef THREADLAB_CORE_INTERNAL_H
 #define THREADLAB_CORE_INTERNAL_H
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "threadlab/bench.h"
 #include "threadlab/json.h"
@@ -76,8 +79,54 @@ int tl_plan_slots(tl_ctx *ctx, unsigned n, char *reason, size_t reasonlen);
 /* Writes the "topology" object of --env. */
 void tl_topology_json(tl_json *j);
 
-/* ---- parsing helpers (main.c) ---- */
+/* ---- the program's name and its end on a usage error (die.c) ---- */
+void tl_set_program_name(const char *argv0);
+const char *tl_program_name(void);
 void tl_die(const char *fmt, ...) TL_PRINTF(1, 2) __attribute__((noreturn));
+
+/* ---- placement names (placement.c) ---- */
 const char *tl_placement_name(tl_placement p);
+/* 0, or -1 when text names no placement. */
+int tl_parse_placement(const char *text, tl_placement *out);
+
+/* ---- parameters of a point (params.c) ---- */
+/* --param NAME=VALUE, checked against the benchmark's definition. */
+void tl_param_assign(tl_ctx *ctx, const char *assignment);
+/* 0 and the value, or -1 when text is not an integer. */
+int tl_parse_long(const char *text, long *out);
+
+/* ---- the measurement options, stated once (options.c) ---- */
+typedef enum { TL_OPTION_CHOICE, TL_OPTION_INTEGER, TL_OPTION_NUMBER } tl_option_kind;
+
+typedef struct {
+    const char *name;    /* the front end's name: "min_timings" */
+    const char *flag;    /* "--min-timings" */
+    const char *metavar;
+    tl_option_kind kind;
+    double min, max;     /* numbers and integers */
+    double normal, quick; /* defaults (a choice: the index of its value) */
+    const char *const *choices;
+    const char *unit;    /* of the defaults in --help: " ms", " s" or "" */
+    const char *help;
+    const char *meaning; /* what a value is, for an error on a bad one ("" for none) */
+} tl_option_def;
+
+extern const tl_option_def tl_option_defs[]; /* terminated by a NULL name */
+const tl_option_def *tl_option_find(const char *flag);
+tl_options tl_default_options(int quick);
+/* The value of text for the option (a choice: its index); a bad one ends
+ * the program with the accepted range. */
+double tl_option_value(const tl_option_def *d, const char *text);
+void tl_option_set(tl_options *o, const tl_option_def *d, double value);
+/* The defaults as one JSON object (--env's "defaults"). */
+void tl_options_json(tl_json *j, int quick);
+/* --options: one JSON object per option. */
+void tl_print_options(void);
+/* The options' lines of --help. */
+void tl_print_options_help(FILE *out);
+
+/* ---- what a program says about itself (describe.c) ---- */
+void tl_print_list(const tl_bench *benches);
+void tl_print_env(void);
 
 #endif

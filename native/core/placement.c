@@ -8,6 +8,23 @@
 
 #include "internal.h"
 
+static const char *const placement_names[TL_PLACE_COUNT] = {"unbound", "same-cpu", "different-cpus"};
+
+const char *tl_placement_name(tl_placement p)
+{
+    return p < TL_PLACE_COUNT ? placement_names[p] : "unknown";
+}
+
+int tl_parse_placement(const char *text, tl_placement *out)
+{
+    for (int p = 0; p < TL_PLACE_COUNT; p++)
+        if (strcmp(text, placement_names[p]) == 0) {
+            *out = (tl_placement)p;
+            return 0;
+        }
+    return -1;
+}
+
 static hwloc_topology_t topology;
 /* Allowed CPUs in placement order: the first PU of every core, then the
  * second PU of every core, ...  "different CPUs" then means different cores

@@ -141,8 +141,17 @@ int main(int argc, char **argv)
         m[r] = mutex_once();
     for (int r = 0; r < REPEATS; r++)
         c[r] = create_join_once();
-    printf("{\"yield_switch_ns\":%.3f,\"mutex_lockunlock_ns\":%.3f,\"create_join_ns\":%.3f,"
-           "\"switches_counted_min\":%ld,\"yields\":%d,\"repeats\":%d,\"clock\":\"monotonic\"}\n",
-           median(y, REPEATS), median(m, REPEATS), median(c, REPEATS), min_switches, 2 * YIELDS, REPEATS);
+    tl_json j;
+    tl_json_init(&j);
+    tl_json_begin_object(&j);
+    tl_json_key(&j, "yield_switch_ns"); tl_json_number(&j, median(y, REPEATS));
+    tl_json_key(&j, "mutex_lockunlock_ns"); tl_json_number(&j, median(m, REPEATS));
+    tl_json_key(&j, "create_join_ns"); tl_json_number(&j, median(c, REPEATS));
+    tl_json_key(&j, "switches_counted_min"); tl_json_int(&j, min_switches);
+    tl_json_key(&j, "yields"); tl_json_int(&j, 2 * YIELDS);
+    tl_json_key(&j, "repeats"); tl_json_int(&j, REPEATS);
+    tl_json_key(&j, "clock"); tl_json_string(&j, "monotonic");
+    tl_json_end_object(&j);
+    tl_json_emit(&j);
     return 0;
 }

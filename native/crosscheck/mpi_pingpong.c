@@ -72,10 +72,15 @@ int main(int argc, char **argv)
         }
     }
     if (rank == 0) {
-        printf("{\"size\":%d,\"round_trips\":%ld,\"one_way_ns\":[", size, count);
-        for (int r = 0; r < REPEATS; r++)
-            printf("%s%.3f", r ? "," : "", one_way[r]);
-        printf("],\"one_way_ns_median\":%.3f,\"echo_errors\":%ld}\n", median(one_way, REPEATS), errors);
+        tl_json j;
+        tl_json_init(&j);
+        tl_json_begin_object(&j);
+        tl_json_key(&j, "size"); tl_json_int(&j, size);
+        tl_json_key(&j, "round_trips"); tl_json_int(&j, count);
+        naive_json_list(&j, "one_way_ns", one_way, REPEATS);
+        tl_json_key(&j, "echo_errors"); tl_json_int(&j, errors);
+        tl_json_end_object(&j);
+        tl_json_emit(&j);
     }
     free(buf);
     MPI_Finalize();

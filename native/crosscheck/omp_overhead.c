@@ -26,14 +26,6 @@
 
 enum { REPEATS = 21 };
 
-static void print_list(const char *key, const double *v)
-{
-    printf("\"%s\":[", key);
-    for (int r = 0; r < REPEATS; r++)
-        printf("%s%.3f", r ? "," : "", v[r]);
-    printf("],\"%s_median\":%.3f", key, median(v, REPEATS));
-}
-
 int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : omp_get_num_procs();
@@ -69,10 +61,15 @@ int main(int argc, char **argv)
             barrier_ns[r] = (t2 - t1) / (double)count;
         }
     }
-    printf("{\"threads\":%d,\"count\":%ld,", threads, count);
-    print_list("parallel_ns", parallel_ns);
-    printf(",");
-    print_list("barrier_ns", barrier_ns);
-    printf(",\"team_errors\":%ld}\n", team_errors);
+    tl_json j;
+    tl_json_init(&j);
+    tl_json_begin_object(&j);
+    tl_json_key(&j, "threads"); tl_json_int(&j, threads);
+    tl_json_key(&j, "count"); tl_json_int(&j, count);
+    naive_json_list(&j, "parallel_ns", parallel_ns, REPEATS);
+    naive_json_list(&j, "barrier_ns", barrier_ns, REPEATS);
+    tl_json_key(&j, "team_errors"); tl_json_int(&j, team_errors);
+    tl_json_end_object(&j);
+    tl_json_emit(&j);
     return team_errors ? 1 : 0;
 }

@@ -1,10 +1,21 @@
-/* json.c - a minimal JSON writer: enough for records, correct escaping. */
+/* json.c - libthreadlab-json, the one JSON writer of every native program
+ * (threadlab/json.h): records, --list/--env/--options, the manager's
+ * status, the probes, the crosscheck programs.  Needs nothing but libc, so
+ * that 32-bit programs link it too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "threadlab/json.h"
+
+/* A JSON text that cannot grow cannot be written whole: the program stops
+ * (exit status 1: something it depends on failed) rather than print half. */
+static void out_of_memory(void)
+{
+    fputs("threadlab: out of memory writing JSON\n", stderr);
+    exit(1);
+}
 
 void tl_json_init(tl_json *j)
 {
@@ -12,7 +23,7 @@ void tl_json_init(tl_json *j)
     j->len = 0;
     j->text = malloc(j->cap);
     if (!j->text)
-        tl_die("out of memory");
+        out_of_memory();
     j->text[0] = '\0';
     j->need_comma = 0;
 }
@@ -29,9 +40,10 @@ static void append(tl_json *j, const char *s, size_t n)
     if (j->len + n + 1 > j->cap) {
         while (j->len + n + 1 > j->cap)
             j->cap *= 2;
-        j->text = realloc(j->text, j->cap);
-        if (!j->text)
-            tl_die("out of memory");
+        char *grown = realloc(j->text, j->cap);
+        if (!grown)
+            out_of_memory();
+        j->text = grown;
     }
     memcpy(j->text + j->len, s, n);
     j->len += n;
@@ -149,3 +161,19 @@ void tl_json_null(tl_json *j)
     separate(j);
     append(j, "null", 4);
 }
+
+int tl_json_print_line(const tl_json *j, FILE *out)
+{
+    /* One write of the whole line, flushed, so a reader never sees half of
+     * it even if the process dies right after. */
+    if (fprintf(out, "%s\n", j->text) < 0 || fflush(out) != 0)
+        return -1;
+    return 0;
+}
+
+void tl_json_emit(tl_json *j)
+{
+    tl_json_print_line(j, stdout);
+    tl_json_free(j);
+}
+

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "gomp_abi.h"
+#include "threadlab/json.h"
 
 #define N_ITER 64
 #define MAX_TEAM 64
@@ -379,9 +380,15 @@ int main(int argc, char **argv)
             int team = region_fns[k]();
             record(k, team);
             if (events && k == K_PARALLEL && team != last_team) {
-                printf("{\"event\": \"team\", \"t_ms\": %.1f, \"team\": %d, \"round\": %ld}\n",
-                       (now_s() - start) * 1e3, team, r);
-                fflush(stdout);
+                tl_json j;
+                tl_json_init(&j);
+                tl_json_begin_object(&j);
+                tl_json_key(&j, "event"); tl_json_string(&j, "team");
+                tl_json_key(&j, "t_ms"); tl_json_number(&j, (now_s() - start) * 1e3);
+                tl_json_key(&j, "team"); tl_json_int(&j, team);
+                tl_json_key(&j, "round"); tl_json_int(&j, r);
+                tl_json_end_object(&j);
+                tl_json_emit(&j);
                 last_team = team;
             }
         }
@@ -394,25 +401,42 @@ int main(int argc, char **argv)
     }
 
     int (*state)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "threadlab_omp_state");
-    printf("{\"probe\": \"threadlab-omp-probe\", \"regions\": %ld, \"work_ok\": %s, \"shim_state\": %d, "
-           "\"dynamic\": %d, \"max_threads\": %d, \"seconds\": %.3f, \"nested_outer\": %d, \"nested_inner_max\": %d, "
-           "\"histogram\": {",
-           regions, work_ok ? "true" : "false", state ? state() : -1, omp_get_dynamic(), omp_get_max_threads(),
-           now_s() - start, nested_outer, nested_inner_max);
-    int first = 1;
+    tl_json j;
+    tl_json_init(&j);
+    tl_json_begin_object(&j);
+    tl_json_key(&j, "probe"); tl_json_string(&j, "threadlab-omp-probe");
+    tl_json_key(&j, "regions"); tl_json_int(&j, regions);
+    tl_json_key(&j, "work_ok"); tl_json_bool(&j, work_ok);
+    tl_json_key(&j, "shim_state"); tl_json_int(&j, state ? state() : -1);
+    tl_json_key(&j, "dynamic"); tl_json_int(&j, omp_get_dynamic());
+    tl_json_key(&j, "max_threads"); tl_json_int(&j, omp_get_max_threads());
+    tl_json_key(&j, "seconds"); tl_json_number(&j, now_s() - start);
+    tl_json_key(&j, "nested_outer"); tl_json_int(&j, nested_outer);
+    tl_json_key(&j, "nested_inner_max"); tl_json_int(&j, nested_inner_max);
+    tl_json_key(&j, "histogram");
+    tl_json_begin_object(&j);
     for (int t = 1; t <= MAX_TEAM; t++)
         if (histogram[t]) {
-            printf("%s\"%d\": %ld", first ? "" : ", ", t, histogram[t]);
-            first = 0;
+            char size[16];
+            snprintf(size, sizeof size, "%d", t);
+            tl_json_key(&j, size);
+            tl_json_int(&j, histogram[t]);
         }
-    printf("}, \"kinds\": {");
-    first = 1;
+    tl_json_end_object(&j);
+    tl_json_key(&j, "kinds");
+    tl_json_begin_object(&j);
     for (int k = 0; k < K_COUNT; k++)
         if (seen[k].regions) {
-            printf("%s\"%s\": {\"min\": %d, \"max\": %d, \"last\": %d, \"regions\": %ld}", first ? "" : ", ",
-                   kind_names[k], seen[k].min, seen[k].max, seen[k].last, seen[k].regions);
-            first = 0;
+            tl_json_key(&j, kind_names[k]);
+            tl_json_begin_object(&j);
+            tl_json_key(&j, "min"); tl_json_int(&j, seen[k].min);
+            tl_json_key(&j, "max"); tl_json_int(&j, seen[k].max);
+            tl_json_key(&j, "last"); tl_json_int(&j, seen[k].last);
+            tl_json_key(&j, "regions"); tl_json_int(&j, seen[k].regions);
+            tl_json_end_object(&j);
         }
-    printf("}}\n");
+    tl_json_end_object(&j);
+    tl_json_end_object(&j);
+    tl_json_emit(&j);
     return work_ok ? 0 : 1;
 }

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "threadlab/compiler.h"
+#include "threadlab/json.h"
 #include "threadlab/rm.h"
 
 #define EXIT_USAGE 2
@@ -249,14 +250,31 @@ static int parse_options(int argc, char **argv, options *o)
 
 /* ------------------------------------------------------------- layout */
 
+static void layout_field(tl_json *j, const char *name, size_t offset, size_t size)
+{
+    tl_json_key(j, name);
+    tl_json_begin_array(j);
+    tl_json_int(j, (long long)offset);
+    tl_json_int(j, (long long)size);
+    tl_json_end_array(j);
+}
+
 static int cmd_layout(void)
 {
-#define FIELD(type, f) printf("%s\"%s\": [%zu, %zu]", first ? "" : ", ", #f, offsetof(type, f), sizeof(((type *)0)->f)), first = 0
-    int first = 1;
-    printf("{\"layout_version\": %u, \"magic\": \"0x%016llx\", \"max_cpus\": %u, \"header_size\": %zu, "
-           "\"slot_size\": %zu, \"default_slots\": %u,\n \"header\": {",
-           TL_RM_LAYOUT_VERSION, (unsigned long long)TL_RM_MAGIC, TL_RM_MAX_CPUS, sizeof(tl_rm_header),
-           sizeof(tl_rm_slot), TL_RM_DEFAULT_SLOTS);
+#define FIELD(type, f) layout_field(&j, #f, offsetof(type, f), sizeof(((type *)0)->f))
+    char magic[32];
+    snprintf(magic, sizeof magic, "0x%016llx", (unsigned long long)TL_RM_MAGIC);
+    tl_json j;
+    tl_json_init(&j);
+    tl_json_begin_object(&j);
+    tl_json_key(&j, "layout_version"); tl_json_int(&j, TL_RM_LAYOUT_VERSION);
+    tl_json_key(&j, "magic"); tl_json_string(&j, magic);
+    tl_json_key(&j, "max_cpus"); tl_json_int(&j, TL_RM_MAX_CPUS);
+    tl_json_key(&j, "header_size"); tl_json_int(&j, (long long)sizeof(tl_rm_header));
+    tl_json_key(&j, "slot_size"); tl_json_int(&j, (long long)sizeof(tl_rm_slot));
+    tl_json_key(&j, "default_slots"); tl_json_int(&j, TL_RM_DEFAULT_SLOTS);
+    tl_json_key(&j, "header");
+    tl_json_begin_object(&j);
     FIELD(tl_rm_header, magic);
     FIELD(tl_rm_header, layout_version);
     FIELD(tl_rm_header, header_size);
@@ -285,8 +303,9 @@ static int cmd_layout(void)
     FIELD(tl_rm_header, reclaimed);
     FIELD(tl_rm_header, full);
     FIELD(tl_rm_header, cpus);
-    printf("},\n \"slot\": {");
-    first = 1;
+    tl_json_end_object(&j);
+    tl_json_key(&j, "slot");
+    tl_json_begin_object(&j);
     FIELD(tl_rm_slot, state);
     FIELD(tl_rm_slot, pid);
     FIELD(tl_rm_slot, start_time);
@@ -305,7 +324,9 @@ static int cmd_layout(void)
     FIELD(tl_rm_slot, owned);
     FIELD(tl_rm_slot, changes);
     FIELD(tl_rm_slot, cpus);
-    printf("}}\n");
+    tl_json_end_object(&j);
+    tl_json_end_object(&j);
+    tl_json_emit(&j);
 #undef FIELD
     return 0;
 }
@@ -344,21 +365,6 @@ static int open_existing(const options *o, tl_rm_arena *arena, int quiet_absent)
     return rc;
 }
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
-}
-
 static double age_ms(uint64_t now, uint64_t then)
 {
     return then && now > then ? (double)(now - then) / 1e6 : 0.0;
@@ -369,8 +375,16 @@ static int cmd_status(const options *o)
     tl_rm_arena arena;
     int rc = open_existing(o, &arena, o->json);
     if (rc == TL_RM_ENOENT || rc == TL_RM_EINIT) {
-        if (o->json)
-            printf("{\"arena\": \"%s\", \"running\": false, \"reason\": \"no arena\"}\n", o->arena);
+        if (o->json) {
+            tl_json j;
+            tl_json_init(&j);
+            tl_json_begin_object(&j);
+            tl_json_key(&j, "arena"); tl_json_string(&j, o->arena);
+            tl_json_key(&j, "running"); tl_json_bool(&j, 0);
+            tl_json_key(&j, "reason"); tl_json_string(&j, "no arena");
+            tl_json_end_object(&j);
+            tl_json_emit(&j);
+        }
         return EXIT_NOT_RUNNING;
     }
     if (rc != TL_RM_OK)
@@ -392,23 +406,38 @@ static int cmd_status(const options *o)
         if (__atomic_load_n(&arena.slots[i].state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE)
             napps++;
     uint32_t state = __atomic_load_n(&h->manager_state, __ATOMIC_ACQUIRE);
+    tl_json j;
     if (o->json) {
-        printf("{\"arena\": ");
-        json_string(o->arena);
-        printf(", \"running\": %s, \"layout_version\": %u, \"nslots\": %u, \"ncpus\": %u, \"cpus\": \"%s\",\n",
-               alive ? "true" : "false", TL_RM_LAYOUT_VERSION, nslots, ncpus, cpus);
-        printf(" \"manager\": {\"pid\": %d, \"state\": \"%s\", \"alive\": %s, \"fresh\": %s, "
-               "\"heartbeat_age_ms\": %.1f, \"generation\": %u, \"policy\": \"%s\", \"quantum_ms\": %u, "
-               "\"quanta\": %llu},\n",
-               (int)h->manager_pid, manager_state_name(state), alive ? "true" : "false", fresh ? "true" : "false",
-               age_ms(now, __atomic_load_n(&h->manager_heartbeat_ns, __ATOMIC_ACQUIRE)), h->generation,
-               tl_rm_policy_name(__atomic_load_n(&h->policy, __ATOMIC_ACQUIRE)),
-               __atomic_load_n(&h->quantum_ms, __ATOMIC_ACQUIRE),
-               (unsigned long long)__atomic_load_n(&h->quanta, __ATOMIC_RELAXED));
-        printf(" \"counters\": {\"arrivals\": %llu, \"reallocations\": %llu, \"reclaimed\": %llu, \"full\": %llu},\n",
-               (unsigned long long)h->arrivals, (unsigned long long)h->reallocations,
-               (unsigned long long)h->reclaimed, (unsigned long long)h->full);
-        printf(" \"apps\": [");
+        tl_json_init(&j);
+        tl_json_begin_object(&j);
+        tl_json_key(&j, "arena"); tl_json_string(&j, o->arena);
+        tl_json_key(&j, "running"); tl_json_bool(&j, alive);
+        tl_json_key(&j, "layout_version"); tl_json_int(&j, TL_RM_LAYOUT_VERSION);
+        tl_json_key(&j, "nslots"); tl_json_int(&j, nslots);
+        tl_json_key(&j, "ncpus"); tl_json_int(&j, ncpus);
+        tl_json_key(&j, "cpus"); tl_json_string(&j, cpus);
+        tl_json_key(&j, "manager");
+        tl_json_begin_object(&j);
+        tl_json_key(&j, "pid"); tl_json_int(&j, (int)h->manager_pid);
+        tl_json_key(&j, "state"); tl_json_string(&j, manager_state_name(state));
+        tl_json_key(&j, "alive"); tl_json_bool(&j, alive);
+        tl_json_key(&j, "fresh"); tl_json_bool(&j, fresh);
+        tl_json_key(&j, "heartbeat_age_ms");
+        tl_json_number(&j, age_ms(now, __atomic_load_n(&h->manager_heartbeat_ns, __ATOMIC_ACQUIRE)));
+        tl_json_key(&j, "generation"); tl_json_int(&j, h->generation);
+        tl_json_key(&j, "policy"); tl_json_string(&j, tl_rm_policy_name(__atomic_load_n(&h->policy, __ATOMIC_ACQUIRE)));
+        tl_json_key(&j, "quantum_ms"); tl_json_int(&j, __atomic_load_n(&h->quantum_ms, __ATOMIC_ACQUIRE));
+        tl_json_key(&j, "quanta"); tl_json_int(&j, (long long)__atomic_load_n(&h->quanta, __ATOMIC_RELAXED));
+        tl_json_end_object(&j);
+        tl_json_key(&j, "counters");
+        tl_json_begin_object(&j);
+        tl_json_key(&j, "arrivals"); tl_json_int(&j, (long long)h->arrivals);
+        tl_json_key(&j, "reallocations"); tl_json_int(&j, (long long)h->reallocations);
+        tl_json_key(&j, "reclaimed"); tl_json_int(&j, (long long)h->reclaimed);
+        tl_json_key(&j, "full"); tl_json_int(&j, (long long)h->full);
+        tl_json_end_object(&j);
+        tl_json_key(&j, "apps");
+        tl_json_begin_array(&j);
     } else {
         printf("arena %s (layout %u): %u CPUs (%s), %u of %u slots used\n", o->arena, TL_RM_LAYOUT_VERSION, ncpus,
                cpus, napps, nslots);
@@ -427,7 +456,6 @@ static int cmd_status(const options *o)
             printf("%5s %8s %-16s %5s %5s %5s %-12s %8s %10s %9s\n", "slot", "pid", "program", "req", "team", "owns",
                    "cpus", "epoch", "regions", "last(ms)");
     }
-    int first = 1;
     for (unsigned i = 0; i < nslots; i++) {
         tl_rm_slot *s = &arena.slots[i];
         if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE)
@@ -445,25 +473,36 @@ static int cmd_status(const options *o)
         uint64_t beat = __atomic_load_n(&s->heartbeat_ns, __ATOMIC_RELAXED);
         uint64_t coarse = tl_rm_coarse_ns();
         if (o->json) {
-            printf("%s\n  {\"slot\": %u, \"pid\": %d, \"comm\": ", first ? "" : ",", i, (int)pid);
-            json_string(comm);
-            printf(", \"alive\": %s, \"arrival\": %llu, \"requested\": %u, \"max_request\": %u, \"team\": %u, "
-                   "\"owned\": %u, \"cpus\": \"%s\", \"epoch\": %u, \"changes\": %llu, \"regions\": %llu, "
-                   "\"last_team\": %u, \"last_region_age_ms\": %.1f, \"pinned\": %s}",
-                   app_alive ? "true" : "false", (unsigned long long)s->arrival, s->requested, s->max_request, alloc,
-                   owned, scpus, epoch, (unsigned long long)s->changes,
-                   (unsigned long long)__atomic_load_n(&s->regions, __ATOMIC_RELAXED), s->last_team,
-                   age_ms(coarse, beat), (s->flags & TL_RM_APP_PINNED) ? "true" : "false");
+            tl_json_begin_object(&j);
+            tl_json_key(&j, "slot"); tl_json_int(&j, i);
+            tl_json_key(&j, "pid"); tl_json_int(&j, (int)pid);
+            tl_json_key(&j, "comm"); tl_json_string(&j, comm);
+            tl_json_key(&j, "alive"); tl_json_bool(&j, app_alive);
+            tl_json_key(&j, "arrival"); tl_json_int(&j, (long long)s->arrival);
+            tl_json_key(&j, "requested"); tl_json_int(&j, s->requested);
+            tl_json_key(&j, "max_request"); tl_json_int(&j, s->max_request);
+            tl_json_key(&j, "team"); tl_json_int(&j, alloc);
+            tl_json_key(&j, "owned"); tl_json_int(&j, owned);
+            tl_json_key(&j, "cpus"); tl_json_string(&j, scpus);
+            tl_json_key(&j, "epoch"); tl_json_int(&j, epoch);
+            tl_json_key(&j, "changes"); tl_json_int(&j, (long long)s->changes);
+            tl_json_key(&j, "regions"); tl_json_int(&j, (long long)__atomic_load_n(&s->regions, __ATOMIC_RELAXED));
+            tl_json_key(&j, "last_team"); tl_json_int(&j, s->last_team);
+            tl_json_key(&j, "last_region_age_ms"); tl_json_number(&j, age_ms(coarse, beat));
+            tl_json_key(&j, "pinned"); tl_json_bool(&j, (s->flags & TL_RM_APP_PINNED) != 0);
+            tl_json_end_object(&j);
         } else {
             printf("%5u %8d %-16s %5u %5u %5u %-12s %8u %10llu %9.0f%s\n", i, (int)pid, comm, s->requested, alloc,
                    owned, scpus[0] ? scpus : "-", epoch,
                    (unsigned long long)__atomic_load_n(&s->regions, __ATOMIC_RELAXED), age_ms(coarse, beat),
                    app_alive ? "" : " (dead)");
         }
-        first = 0;
     }
-    if (o->json)
-        printf("%s]}\n", first ? "" : "\n ");
+    if (o->json) {
+        tl_json_end_array(&j);
+        tl_json_end_object(&j);
+        tl_json_emit(&j);
+    }
     tl_rm_close(&arena);
     return alive ? 0 : EXIT_NOT_RUNNING;
 }

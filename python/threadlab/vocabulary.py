@@ -66,8 +66,6 @@ STOP_REASONS: tuple[str, ...] = _enum("stop", "reason")
 # A point measured a fixed number of times (the studies' runs, JMH's
 # iterations) rather than until a spread target is met.
 FIXED = "fixed"
-# The rules of the adaptive loop a user may choose (bench --rule).
-ADAPTIVE_RULES: tuple[str, ...] = tuple(rule for rule in STOP_RULES if rule != FIXED)
 
 
 def fixed_stop(runs: int, elapsed_s: float | None) -> dict[str, Any]:
@@ -86,10 +84,9 @@ ALL_SUITES = "all"
 # Suites whose every point is started by a launcher (mpirun, srun: the
 # launcher's words before the program; docs/mpi.md).
 LAUNCHED_SUITES: tuple[str, ...] = ("mpi",)
-# The clock sources of the native timing core (--clock).
-CLOCKS: tuple[str, ...] = ("auto", "tsc", "monotonic_raw")
-# The options of the adaptive loop (the C programs'; their defaults and
-# ranges are the programs' own: native `--options`).
+# The options of the adaptive loop (the C programs': their kinds, ranges
+# and defaults are stated in native/core/options.c and read through
+# `--options`, native.protocol.native_options).
 ADAPTIVE_OPTIONS: tuple[str, ...] = (
     "rule", "target", "warmup", "min_timings", "max_timings", "min_timing_ms", "max_seconds", "clock",
 )

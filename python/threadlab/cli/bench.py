@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from threadlab import vocabulary
-from threadlab.cli.options import (EXIT_OK, PROG, ArgumentParser, choice, db_path, number, placement_list,
+from threadlab.cli.options import (EXIT_OK, PROG, ArgumentParser, db_path, number, placement_list,
                                    selected_benchmarks, show_number, split_patterns, suite_list)
-from threadlab.errors import UserError
+from threadlab.errors import ThreadlabError, UserError
 from threadlab.native import launcher
-from threadlab.native.protocol import NATIVE_DEFAULTS, BenchmarkInfo, PointOptions
+from threadlab.native.protocol import BenchmarkInfo, PointOptions, native_options
 from threadlab.output.table import make_console, render_results
 from threadlab.records.store import validate_run_name
 from threadlab.run import environment, lifecycle, runner
@@ -37,11 +37,40 @@ def suite_timeout(suite: str, quick: bool) -> float:
     return short if quick else normal
 
 
-def _defaults_text(key: str, unit: str = "") -> str:
-    normal, quick = NATIVE_DEFAULTS[False][key], NATIVE_DEFAULTS[True][key]
-    if normal == quick:
-        return f"default {show_number(normal)}{unit}"
-    return f"default {show_number(normal)}{unit}, {show_number(quick)}{unit} with --quick"
+class _NativeValue:
+    """The type of an adaptive option: its value, checked against the range
+    the native programs state (protocol.native_options)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.__name__ = name  # argparse names the type in some messages
+
+    def __call__(self, text: str) -> Any:
+        return native_options()[self.name].parse(text)
+
+
+class _NativeHelp:
+    """The help of an adaptive option, asked of the native programs when
+    --help is printed (argparse formats it with `%`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _text(self) -> str:
+        try:
+            return native_options()[self.name].help_text()
+        except ThreadlabError:
+            return "an option of the native programs' adaptive loop (its range and defaults: their --options; none " \
+                   "is built here)"
+
+    def strip(self) -> str:
+        return self._text()
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __mod__(self, params: Any) -> str:
+        return self._text().replace("%", "%%") % params
 
 
 def register(commands: Any, common: ArgumentParser) -> None:
@@ -79,39 +108,10 @@ def register(commands: Any, common: ArgumentParser) -> None:
         "'srun' (default: srun inside a Slurm allocation, else the MPI's own mpirun with one rank per CPU here)",
     )
     bench.add_argument("--quick", action="store_true", help="quick sweep: fewer values, shorter budgets (about a minute)")
-    bench.add_argument(
-        "--rule", type=choice("--rule", vocabulary.ADAPTIVE_RULES), metavar="RULE",
-        help="stopping rule: rsd (relative standard deviation, the seed's) or rse (relative standard error, "
-        "SKaMPI's) (default rsd)",
-    )
-    bench.add_argument(
-        "--target", type=number("--target", float, 1e-6, 1.0, "the relative spread that ends a point, e.g. 0.05"),
-        metavar="F", help=f"stop a point when the rule's spread is at most F, 0 < F <= 1 ({_defaults_text('target')})",
-    )
-    bench.add_argument(
-        "--warmup", type=number("--warmup", int, 0, 1000), metavar="N",
-        help=f"timings discarded before sampling, 0..1000 ({_defaults_text('warmup')})",
-    )
-    bench.add_argument(
-        "--min-timings", type=number("--min-timings", int, 2, 100000), metavar="N",
-        help=f"at least N timings per point, 2..100000 ({_defaults_text('min_timings')})",
-    )
-    bench.add_argument(
-        "--max-timings", type=number("--max-timings", int, 2, 100000), metavar="N",
-        help=f"at most N timings per point, >= --min-timings, <= 100000 ({_defaults_text('max_timings')})",
-    )
-    bench.add_argument(
-        "--min-timing-ms", type=number("--min-timing-ms", float, 0.001, 10000), metavar="X",
-        help=f"a calibrated timing lasts at least X ms, 0.001..10000 ({_defaults_text('min_timing_ms', ' ms')})",
-    )
-    bench.add_argument(
-        "--max-seconds", type=number("--max-seconds", float, 0.001, 3600), metavar="X",
-        help=f"sampling budget of one point in seconds, 0.001..3600 ({_defaults_text('max_seconds', ' s')})",
-    )
-    bench.add_argument(
-        "--clock", type=choice("--clock", vocabulary.CLOCKS), metavar="SOURCE",
-        help="clock: auto, tsc or monotonic_raw (default auto: the TSC when invariant)",
-    )
+    # The adaptive loop's options: their ranges, defaults and help are the C
+    # programs' (`--options`), asked when a value is given or --help shown.
+    for name in vocabulary.ADAPTIVE_OPTIONS:
+        bench.add_argument("--" + name.replace("_", "-"), type=_NativeValue(name), help=_NativeHelp(name))
     bench.add_argument(
         "--iterations", type=number("--iterations", int, 1, 100000), metavar="N",
         help="jvm and go suites: measured iterations per point, 1..100000 (default 30, the seed's; 5 with --quick)",
@@ -169,9 +169,11 @@ def _point_options(args: argparse.Namespace) -> PointOptions:
         min_timing_ms=args.min_timing_ms, max_seconds=args.max_seconds, clock=args.clock,
         iterations=args.iterations, forks=args.forks,
     )
-    defaults = NATIVE_DEFAULTS[args.quick]
-    low = options.min_timings if options.min_timings is not None else int(defaults["min_timings"])
-    high = options.max_timings if options.max_timings is not None else int(defaults["max_timings"])
+    if options.min_timings is None and options.max_timings is None:
+        return options  # the programs' own defaults agree
+    table = native_options()
+    low = options.min_timings if options.min_timings is not None else int(table["min_timings"].default_for(args.quick))
+    high = options.max_timings if options.max_timings is not None else int(table["max_timings"].default_for(args.quick))
     if high < low:
         which = "--min-timings" if options.min_timings is not None else "the default --min-timings"
         raise UserError(f"--max-timings {high}: expected at least {which} ({low})")

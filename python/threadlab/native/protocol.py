@@ -13,24 +13,19 @@ Programs are found, and questions asked, by threadlab.native.discovery.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
 from threadlab import vocabulary
-from threadlab.errors import ThreadlabError
+from threadlab.errors import ThreadlabError, UserError
 from threadlab.native import discovery
 
 # The primitives suite's program: its --env knows the topology, the clock
 # and the compiler of the build, its --options the adaptive loop's.
 REFERENCE_PROGRAM = "threadlab-bench-posix"
-# The native programs' defaults (default_options() in native/core/main.c,
-# reported by `--env` as "defaults"), for --help and to refuse a
-# --max-timings below the --min-timings in effect before a run starts.
-NATIVE_DEFAULTS: dict[bool, dict[str, float]] = {
-    False: {"target": 0.05, "warmup": 2, "min_timings": 10, "max_timings": 200, "min_timing_ms": 1.0, "max_seconds": 2.0},
-    True: {"target": 0.05, "warmup": 1, "min_timings": 3, "max_timings": 10, "min_timing_ms": 0.2, "max_seconds": 0.15},
-}
 
 
 @dataclass(frozen=True)
@@ -181,4 +176,88 @@ def point_argv(
     for name, value in params.items():
         argv += ["--param", f"{name}={value}"]
     return argv + options.argv(suite)
+
+
+# ------------------------------------------------- the measurement options
+
+
+def _show(value: float) -> str:
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class NativeOption:
+    """One option of the adaptive loop, as the C programs state it
+    (`--options`, native/core/options.c): its kind, range and defaults."""
+
+    name: str  # PointOptions' field: "min_timings"
+    option: str  # "--min-timings"
+    kind: str  # "choice", "integer" or "number"
+    choices: tuple[str, ...]
+    low: float | None
+    high: float | None
+    default: Any
+    quick_default: Any
+    unit: str  # of the defaults in help: " ms", " s" or ""
+    help: str
+    meaning: str  # what a value is, for the error on a bad one
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NativeOption:
+        return cls(
+            name=str(data["name"]), option=str(data["option"]), kind=str(data["kind"]),
+            choices=tuple(map(str, data.get("choices") or ())), low=data.get("min"), high=data.get("max"),
+            default=data["default"], quick_default=data["quick_default"], unit=str(data.get("unit") or ""),
+            help=str(data.get("help") or ""), meaning=str(data.get("meaning") or ""),
+        )
+
+    def parse(self, text: str) -> Any:
+        """The value of the option given as text; UserError naming what is
+        accepted."""
+        if self.kind == "choice":
+            if text not in self.choices:
+                raise UserError(f"{self.option} {text}: expected one of {', '.join(self.choices)}")
+            return text
+        kind = int if self.kind == "integer" else float
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        assert self.low is not None and self.high is not None
+        if value is None or not math.isfinite(value) or not self.low <= value <= self.high:
+            noun = "an integer" if kind is int else "a number"
+            hint = f" ({self.meaning})" if self.meaning else ""
+            raise UserError(f"{self.option} {text}: expected {noun} from {_show(self.low)} to {_show(self.high)}{hint}")
+        return value
+
+    def default_for(self, quick: bool) -> Any:
+        return self.quick_default if quick else self.default
+
+    def help_text(self) -> str:
+        """The option's help: what it does, its range and its defaults."""
+        if self.kind == "choice":
+            return f"{self.help} (default {self.default})"
+        normal, quick = _show(self.default), _show(self.quick_default)
+        defaults = f"default {normal}{self.unit}" + ("" if normal == quick else f", {quick}{self.unit} with --quick")
+        return f"{self.help}, {_show(self.low or 0)}..{_show(self.high or 0)} ({defaults})"
+
+
+def native_options() -> dict[str, NativeOption]:
+    """The adaptive loop's options, as the build's C programs state them:
+    asked of the primitives suite's program when it is built, else of the
+    first benchmark program that answers `--options`."""
+    programs = discovery.benchmark_programs()
+    ordered = sorted(programs, key=lambda p: p.name != REFERENCE_PROGRAM)
+    failure: ThreadlabError | None = None
+    for program in ordered:
+        try:
+            return _options_of(program)
+        except ThreadlabError as error:  # a peer's launcher (jvm, go) has no --options
+            failure = failure or error
+    raise ThreadlabError(f"no benchmark program here states the measurement options (--options): {failure}")
+
+
+@lru_cache(maxsize=8)
+def _options_of(program: Path) -> dict[str, NativeOption]:
+    return {option.name: option for option in map(NativeOption.from_dict, discovery.query_json(program, "--options"))}
 

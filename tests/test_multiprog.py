@@ -309,27 +309,34 @@ def test_a_wrong_instance_fails_the_cell_check() -> None:
 # ------------------------------------------------------------ the kernels
 
 
+def npb_run(kernel: str, size: str = "small", env: dict[str, str] | None = None) -> dict[str, Any]:
+    """threadlab-npb's record of one run (the native protocol), as the study
+    reads it (multiprog.instance_data); the record asserted valid."""
+    done = subprocess.run([str(NPB), "--run", f"study.multiprog.{kernel}", "--param", f"size={size}"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    schema.parse_record_line(done.stdout.strip().splitlines()[-1])
+    return multiprog.instance_data(done.stdout)
+
+
 @needs_npb
 @pytest.mark.parametrize("kernel", multiprog.APPS)
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_every_kernel_verifies_at_the_small_size(kernel: str, threads: int) -> None:
-    env = {**multiprog.clean_environment(), "OMP_NUM_THREADS": str(threads)}
-    done = subprocess.run([str(NPB), kernel, "--size", "small"], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    data = json.loads(done.stdout.strip().splitlines()[-1])
-    assert data["verified"] is True and data["kernel"] == kernel and data["size"] == "small"
-    assert data["error"] <= data["tolerance"]
+    data = npb_run(kernel, env={**multiprog.clean_environment(), "OMP_NUM_THREADS": str(threads)})
+    assert data["verified"] is True and data["kernel"] == kernel and data["error"] <= data["tolerance"]
     assert data["team_max"] == threads and data["regions"] >= 1 and data["managed"] is None
     assert sum(data["teams"].values()) == data["regions"]
 
 
 @needs_npb
 def test_npb_usage_errors() -> None:
-    for args, text in ((["bt"], "unknown kernel 'bt'"), (["cg", "--size", "Z"], "cg has sizes small S W A"),
-                       (["cg", "--bogus"], "unexpected argument '--bogus'")):
+    for args, text in ((["--run", "study.multiprog.bt"], "unknown benchmark 'study.multiprog.bt'"),
+                       (["--run", "study.multiprog.cg", "--param", "size=Z"], "cg has sizes small S W A"),
+                       (["--run", "study.multiprog.cg", "--bogus"], "unexpected argument '--bogus'"),
+                       ([], "--run study.multiprog.K, --list or --env is required")):
         done = subprocess.run([str(NPB), *args], capture_output=True, text=True, timeout=30, check=False)
-        assert done.returncode == 2 and text in done.stderr
+        assert done.returncode == 2 and text in done.stderr and not done.stdout
 
 
 _A, _MASK = 1220703125, (1 << 46) - 1
@@ -351,9 +358,9 @@ def test_ep_small_reference_recomputed_sequentially() -> None:
         if t <= 1.0:
             f = math.sqrt(-2.0 * math.log(t) / t)
             sx, sy = sx + x1 * f, sy + x2 * f
-    data = json.loads(subprocess.run([str(NPB), "ep", "--size", "small"], capture_output=True, text=True, timeout=60,
-                                     check=True).stdout)
-    assert data["value"] == pytest.approx(sx, rel=1e-10) and data["value2"] == pytest.approx(sy, rel=1e-10)
+    data = npb_run("ep")
+    # The record carries 10 significant digits.
+    assert data["value"] == pytest.approx(sx, rel=1e-9) and data["value2"] == pytest.approx(sy, rel=1e-9)
 
 
 @needs_npb
@@ -391,8 +398,7 @@ def test_cg_small_reference_recomputed_with_numpy() -> None:
             rho = rho_new
         zeta = 1.0 / (x @ z)
         x = z / np.linalg.norm(z)
-    data = json.loads(subprocess.run([str(NPB), "cg", "--size", "small"], capture_output=True, text=True, timeout=60,
-                                     check=True).stdout)
+    data = npb_run("cg")
     assert data["value"] == pytest.approx(zeta, rel=1e-9)
     assert shift < zeta < shift + 1  # between the Gershgorin bound and the largest diagonal excess
 
@@ -519,10 +525,18 @@ marker = os.path.join({str(tmp_path)!r}, "first")
 first = not os.path.exists(marker)
 open(marker, "a").close()
 ok = first
-print(json.dumps({{"kernel": sys.argv[1], "size": sys.argv[3], "verified": ok, "quantity": "zeta", "value": 1.0,
-                  "reference": 1.0 if ok else 2.0, "tolerance": 1e-9, "detail": "stand-in", "regions": 3,
-                  "teams": {{os.environ["OMP_NUM_THREADS"]: 3}}, "time_s": 0.01, "managed": None}}))
-sys.exit(0 if ok else 1)
+record = {{"schema": "threadlab.record/1", "benchmark": sys.argv[2], "model": "openmp", "metric": "time",
+          "params": {{"size": sys.argv[4][5:]}}, "placement": "none", "cpus": [], "unit": "s", "quantity": "time",
+          "status": "ok", "reason": None, "clock": "monotonic", "iterations": 1, "actions_per_iteration": 1,
+          "warmup": 0, "overhead_ns": None, "samples": [0.01],
+          "summary": {{"n": 1, "mean": 0.01, "sd": None, "rsd": None, "se": None, "rse": None, "median": 0.01,
+                      "min": 0.01, "max": 0.01}},
+          "stop": {{"rule": "fixed", "target": None, "reason": "fixed", "min_timings": 1, "max_timings": 1,
+                   "elapsed_s": 0.01}}, "derived": None,
+          "checks": [{{"name": "verified", "ok": ok, "value": 0.0, "detail": "stand-in"}}],
+          "extra": {{"quantity": "zeta", "value": 1.0, "reference": 1.0 if ok else 2.0, "tolerance": 1e-9,
+                    "regions": 3, "teams": os.environ["OMP_NUM_THREADS"] + ":3", "managed": None}}}}
+print(json.dumps(record))
 """)
     program.chmod(0o755)
     monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(directory))

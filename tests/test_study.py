@@ -378,7 +378,7 @@ def test_study_apps_dry_run_and_exit_status(fake_apps: Path, run_cli: RunCli, mo
     code, out, err = run_cli("study", "apps", "--dry-run", "--seed", "1")
     assert code == 0
     assert "# scenario 1: pthread 64-bit normal os" in out
-    assert "--kernel mips --threads 1 --size 4000 --priority normal" in out
+    assert "--run study.apps.mips --placement unbound --param threads=1 --param size=4000 --param priority=normal" in out
     assert "# unsupported: mips llvmomp 32-bit normal os threads=1: no 32-bit LLVM libomp (fake)" in out
     assert "17 scenarios" in err
     monkeypatch.setenv("FAKE_APP_MODE", "pi=wrong")

@@ -38,10 +38,33 @@ PTHREAD = REAL_NATIVE_DIR / "threadlab-app-pthread"
 
 
 def run(program: Path, *args: str, timeout: float = 120) -> tuple[int, dict[str, Any] | None, str]:
+    """The program with these arguments: its exit status, what its record
+    says (apps.run_data; the record asserted valid against the format),
+    its stderr."""
     done = subprocess.run([str(program), *args], capture_output=True, text=True, timeout=timeout, check=False)
     lines = [line for line in done.stdout.splitlines() if line.strip()]
-    data = json.loads(lines[-1]) if lines else None
+    data = apps.run_data(schema.parse_record_line(lines[-1])) if lines else None
     return done.returncode, data, done.stderr
+
+
+def point(program: Path, kernel: str, threads: int, *args: str, size: int | None = None, pin: bool = False,
+          priority: str | None = None) -> tuple[int, dict[str, Any] | None, str]:
+    """One run of a kernel (the native protocol's --run); --quick's size
+    unless one is given."""
+    size_args = ["--param", f"size={size}"] if size is not None else ["--param", f"size={QUICK[kernel]}"]
+    return run(program, "--run", f"study.apps.{kernel}", "--param", f"threads={threads}", *size_args,
+               *(["--placement", "different-cpus"] if pin else []),
+               *(["--param", f"priority={priority}"] if priority else []), *args)
+
+
+def _quick_sizes() -> dict[str, int]:
+    if not PROGRAMS:
+        return {}
+    done = subprocess.run([str(PROGRAMS[0]), "--list"], capture_output=True, text=True, check=True, timeout=60)
+    return {entry["kernel"]: entry["quick_size"] for entry in map(json.loads, done.stdout.splitlines())}
+
+
+QUICK = _quick_sizes()
 
 
 def _all_program_params() -> list[Any]:
@@ -56,10 +79,10 @@ def test_every_kernel_verifies_on_every_program(program: Path) -> None:
     env = json.loads(subprocess.run([str(program), "--env"], capture_output=True, text=True, check=True).stdout)
     for kernel in KERNELS:
         for threads in (1, 2, 3):
-            code, data, err = run(program, "--kernel", kernel, "--threads", str(threads), "--quick")
+            code, data, err = point(program, kernel, threads)
             assert code == 0, err
-            assert data["status"] == "ok" and data["verified"] is True, data
-            assert data["kernel"] == kernel and data["threads"] == threads and data["arch"] == env["arch"]
+            assert data and data["status"] == "ok" and data["verified"] is True, data
+            assert data["kernel"] == kernel and data["arch"] == env["arch"]
             assert data["platform"] == env["platform"] and data["time_s"] > 0 and data["rate"] > 0
             assert data["error"] <= data["error_bound"]
             assert len(data["cpus"]) == threads and data["priority_ok"] is True
@@ -72,11 +95,12 @@ def test_every_kernel_verifies_on_every_program(program: Path) -> None:
 @needs_build
 @pytest.mark.parametrize("program", [pytest.param(p, id=p.name) for p in PROGRAMS])
 def test_a_wrong_result_is_caught(program: Path) -> None:
+    """A wrong result is a measured record whose "verified" check failed."""
     for kernel in KERNELS:
-        code, data, err = run(program, "--kernel", kernel, "--threads", "2", "--quick", "--inject-error")
-        assert code == apps.EXIT_WRONG, err
-        assert data["verified"] is False and data["status"] == "failed" and data["inject_error"] is True
-        assert data["reason"].startswith("wrong result") and "[--inject-error]" in data["reason"]
+        code, data, err = point(program, kernel, 2, "--inject-error")
+        assert code == 0, err
+        assert data and data["status"] == "ok" and data["verified"] is False
+        assert data["verdict"].startswith("wrong result") and "[--inject-error]" in data["verdict"]
         assert f"{kernel}: wrong result" in err
         assert data["error"] > data["error_bound"]
 
@@ -84,15 +108,16 @@ def test_a_wrong_result_is_caught(program: Path) -> None:
 @needs_build
 def test_known_results() -> None:
     # MIPS: the sum of w = x = (i mod 2^20) + 1 over 10 items; pi and the integral near their values.
-    code, data, _ = run(PTHREAD, "--kernel", "mips", "--threads", "3", "--size", "40")
-    assert code == 0 and data["result"] == data["expected"] == 55 and data["error_bound"] == 0
-    code, data, _ = run(PTHREAD, "--kernel", "mflops", "--threads", "3", "--size", "40")
-    assert data["result"] == data["expected"] == 60.0
-    code, data, _ = run(PTHREAD, "--kernel", "pi", "--threads", "2", "--size", "1000000")
-    assert abs(data["result"] - 3.141592653589793) < 2e-6 and data["expected"] == 3.141592653589793
-    code, data, _ = run(PTHREAD, "--kernel", "trapezoid", "--threads", "2", "--size", "1000")
-    assert data["expected"] == pytest.approx(121 / 12)
-    assert data["result"] - data["expected"] == pytest.approx(11 / 12 / 1000**2, rel=1e-6)  # the method's error
+    code, data, _ = point(PTHREAD, "mips", 3, size=40)
+    assert code == 0 and data and data["result"] == data["expected"] == 55 and data["error_bound"] == 0
+    code, data, _ = point(PTHREAD, "mflops", 3, size=40)
+    assert data and data["result"] == data["expected"] == 60.0
+    code, data, _ = point(PTHREAD, "pi", 2, size=1000000)
+    assert data and abs(data["result"] - 3.141592653589793) < 2e-6
+    assert data["expected"] == pytest.approx(3.141592653589793, rel=1e-9)  # the record's 10 digits
+    code, data, _ = point(PTHREAD, "trapezoid", 2, size=1000)
+    assert data and data["expected"] == pytest.approx(121 / 12, rel=1e-9)
+    assert data["error"] == pytest.approx(11 / 12 / 1000**2, rel=1e-6)  # the method's error
 
 
 @needs_build
@@ -102,11 +127,11 @@ def test_the_split_covers_every_item_once_for_any_thread_count(program: Path) ->
     count divides, a lost or doubled item fails verification."""
     for kernel in ("mips", "mflops"):
         for threads in range(1, 10):
-            code, data, err = run(program, "--kernel", kernel, "--threads", str(threads), "--size", str(4 * 1000003))
-            assert code == 0 and data["verified"] and data["items"] == 1000003, (threads, err)
+            code, data, err = point(program, kernel, threads, size=4 * 1000003)
+            assert code == 0 and data and data["verified"] and data["items"] == 1000003, (threads, err)
     # More threads than items: the surplus workers get nothing.
-    code, data, err = run(program, "--kernel", "pi", "--threads", "7", "--size", "3")
-    assert code == 0 and data["result"] == pytest.approx(4 * (1 - 1 / 3 + 1 / 5)), err
+    code, data, err = point(program, "pi", 7, size=3)
+    assert code == 0 and data and data["result"] == pytest.approx(4 * (1 - 1 / 3 + 1 / 5)), err
 
 
 @needs_build
@@ -114,18 +139,20 @@ def test_pinning_places_each_worker_on_its_cpu() -> None:
     cpus = sorted(os.sched_getaffinity(0))
     for program in PROGRAMS:
         threads = min(2, NCPUS)
-        code, data, err = run(program, "--kernel", "pi", "--threads", str(threads), "--quick", "--pin")
+        code, data, err = point(program, "pi", threads, pin=True)
         assert code == 0, err
-        assert data["pinned"] and data["placement_ok"] and data["cpus"] == cpus[:threads] == data["cpus_end"]
+        assert data and data["pinned"] and data["placement_ok"] and data["cpus"] == cpus[:threads]
+        assert data["cpus_end"] == ",".join(map(str, cpus[:threads]))
 
 
 @needs_build
 def test_what_cannot_run_here_is_unsupported_with_the_reason() -> None:
-    code, data, err = run(PTHREAD, "--kernel", "pi", "--threads", str(NCPUS + 1), "--quick", "--pin")
-    assert code == apps.EXIT_UNSUPPORTED and data["status"] == "unsupported"
+    code, data, err = point(PTHREAD, "pi", NCPUS + 1, pin=True)
+    assert code == 0 and data and data["status"] == "unsupported"
     assert f"pinning {NCPUS + 1} threads to distinct CPUs needs {NCPUS + 1} CPUs" in data["reason"]
-    code, data, _ = run(PTHREAD, "--probe", "--priority", "normal")
-    assert code == 0 and data["status"] == "ok"
+    done = subprocess.run([str(PTHREAD), "--probe", "--param", "priority=normal"], capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert done.returncode == 0 and json.loads(done.stdout)["status"] == "ok"
 
 
 def _as_nobody() -> None:
@@ -150,17 +177,21 @@ def test_a_priority_the_user_may_not_set_is_unsupported(priority: str) -> None:
 
 
 def _check_refused(program: Path, priority: str) -> None:
-    done = subprocess.run([str(program), "--kernel", "pi", "--threads", "1", "--quick", "--priority", priority],
-                          capture_output=True, text=True, preexec_fn=_as_nobody, check=False, timeout=60)
-    assert done.returncode == apps.EXIT_UNSUPPORTED, done.stderr
-    data = json.loads(done.stdout)
-    assert data["status"] == "unsupported"
-    assert "Operation not permitted" in data["reason"] or "Permission denied" in data["reason"]
-    assert "CAP_SYS_NICE" in data["reason"]
+    done = subprocess.run([str(program), "--run", "study.apps.pi", "--param", "threads=1", "--param",
+                           f"priority={priority}"], capture_output=True, text=True, preexec_fn=_as_nobody,
+                          check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    record = schema.parse_record_line(done.stdout)
+    assert record["status"] == "unsupported"
+    assert "Operation not permitted" in record["reason"] or "Permission denied" in record["reason"]
+    assert "CAP_SYS_NICE" in record["reason"]
+    done = subprocess.run([str(program), "--probe", "--param", f"priority={priority}"], capture_output=True,
+                          text=True, preexec_fn=_as_nobody, check=False, timeout=60)
+    assert done.returncode == apps.EXIT_REFUSED and "CAP_SYS_NICE" in json.loads(done.stdout)["reason"]
     # batch and idle need no privilege.
     for allowed in ("batch", "idle"):
-        done = subprocess.run([str(program), "--probe", "--priority", allowed], capture_output=True, text=True,
-                              preexec_fn=_as_nobody, check=False, timeout=60)
+        done = subprocess.run([str(program), "--probe", "--param", f"priority={allowed}"], capture_output=True,
+                              text=True, preexec_fn=_as_nobody, check=False, timeout=60)
         assert done.returncode == 0, done.stderr
 
 
@@ -170,22 +201,26 @@ def _check_refused(program: Path, priority: str) -> None:
 def test_the_workers_run_with_the_priority(priority: str, policy: str) -> None:
     if apps.probe_priority(PTHREAD, priority):
         pytest.skip(f"this user may not set {priority}")
-    code, data, err = run(PTHREAD, "--kernel", "pi", "--threads", "2", "--quick", "--priority", priority)
+    code, data, err = point(PTHREAD, "pi", 2, priority=priority)
     assert code == 0, err
-    assert data["policy"] == policy and data["priority_ok"] is True
+    assert data and data["policy"] == policy and data["priority_ok"] is True
     if priority.startswith("nice:"):
         assert data["nice"] == 5
 
 
 @needs_build
 def test_usage_errors() -> None:
-    for args, words in ((["--kernel", "fft", "--threads", "1"], "--kernel fft"),
-                        (["--kernel", "pi"], "--threads is required"),
-                        (["--kernel", "mips", "--threads", "1", "--size", "10"], "multiple of 4"),
-                        (["--kernel", "pi", "--threads", "1", "--priority", "fifo:0"], "--priority fifo:0"),
-                        (["--kernel", "pi", "--threads", "0"], "--threads 0")):
+    for args, words in ((["--run", "study.apps.fft", "--param", "threads=1"], "--run study.apps.fft"),
+                        (["--run", "study.apps.pi"], "threads=T is required"),
+                        (["--run", "study.apps.mips", "--param", "threads=1", "--param", "size=10"], "multiple of 4"),
+                        (["--run", "study.apps.pi", "--param", "threads=1", "--param", "priority=fifo:0"],
+                         "--priority fifo:0"),
+                        (["--run", "study.apps.pi", "--param", "threads=0"], "threads 0"),
+                        (["--run", "study.apps.pi", "--param", "threads=1", "--placement", "same-cpu"],
+                         "--placement same-cpu"),
+                        ([], "one of --list, --env, --run or --probe is required")):
         code, data, err = run(PTHREAD, *args)
-        assert code == apps.EXIT_USAGE and data is None and words in err, (args, err)
+        assert code == 2 and data is None and words in err, (args, err)
 
 
 def _study(db: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:

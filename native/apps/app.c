@@ -1,21 +1,26 @@
-/* app.c - the command line of every threadlab-app-PLATFORM program
- * (docs/study.md, "The programs"):
+/* app.c - the command line of every threadlab-app-PLATFORM program, the
+ * native protocol of docs/native-protocol.md (docs/study.md, "The programs"):
  *
- *   threadlab-app-P --kernel K --threads T [--size N | --quick | --paper]
- *                   [--pin] [--priority P] [--inject-error]
- *   threadlab-app-P --probe [--priority P] [--pin --threads T]
- *   threadlab-app-P --kernels
- *   threadlab-app-P --env
+ *   threadlab-app-P --list      the kernels, one JSON object each (study.apps.K)
+ *   threadlab-app-P --env       its build and platform, one JSON object
+ *   threadlab-app-P --run study.apps.K --param threads=T [--param size=N]
+ *                   [--param priority=P] [--placement different-cpus] [--inject-error]
+ *   threadlab-app-P --probe [--param priority=P]
  *
  * A run applies the priority to itself before any worker exists (the
- * workers inherit it), runs the kernel on T workers of the platform, times
- * the parallel part (thread start to the combined result) with
- * CLOCK_MONOTONIC_RAW, verifies the result, and prints one JSON object.
+ * workers inherit it), runs the kernel on T workers of the platform (each
+ * bound to the t-th CPU this process may use with --placement
+ * different-cpus), times the parallel part (thread start to the combined
+ * result) with CLOCK_MONOTONIC_RAW, verifies the result, and prints one
+ * record (libthreadlab-record): the time as its one sample, the result's
+ * verification, the workers' placement and priority as checks.
  *
- * Exit status: 0 verified; 1 the result is wrong (the JSON says by how
- * much); 2 usage error (message on stderr, no JSON); 3 unsupported here
- * (JSON with the reason: a priority the user may not set, more pinned
- * threads than CPUs); 4 the platform failed (JSON with the reason).
+ * Exit status, as every program of the protocol: 0 a record was written
+ * (measured, or unsupported here: a priority the user may not set, more
+ * pinned threads than CPUs; a wrong result is a measured record whose
+ * "verified" check failed); 1 the platform failed (a failed record);
+ * 2 usage error (message on stderr, no record).  --probe: 0 the priority
+ * may be set here, 3 not (a JSON object with the reason).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +37,8 @@
 
 #include "threadlab/apps.h"
 #include "threadlab/compiler.h"
+#include "threadlab/json.h"
+#include "threadlab/record.h"
 
 #include "kernel.h"
 
@@ -42,7 +49,9 @@
 #define THREADLAB_BUILD_TYPE "unknown"
 #endif
 
-enum { EXIT_VERIFIED = 0, EXIT_WRONG = 1, EXIT_USAGE = 2, EXIT_UNSUPPORTED = 3, EXIT_PLATFORM = 4 };
+enum { EXIT_RECORD = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_REFUSED = 3 };
+#define BENCHMARK_PREFIX "study.apps."
+#define TIME_QUANTITY "wall time of the parallel part (workers start to combined result)"
 #define MAX_WORKERS 4096
 
 static const char *program = "threadlab-app";
@@ -73,40 +82,6 @@ static double now_s(void)
 static int arch_bits(void)
 {
     return (int)(sizeof(void *) * CHAR_BIT);
-}
-
-/* ------------------------------------------------------------ JSON out */
-
-static void json_string(const char *s)
-{
-    if (!s) {
-        fputs("null", stdout);
-        return;
-    }
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
-static void json_number(double value)
-{
-    if (isfinite(value))
-        printf("%.17g", value);
-    else
-        fputs("null", stdout);
-}
-
-static void key(const char *name, int first)
-{
-    printf("%s\"%s\":", first ? "" : ",", name);
 }
 
 /* ------------------------------------------------------------ priority */
@@ -211,9 +186,12 @@ typedef struct {
     const tl_app_kernel *kernel;
     unsigned threads;
     uint64_t size;
-    int size_given, quick, paper, pin, inject_error, probe;
+    int pin, inject_error;
     priority prio;
+    char threads_text[24], size_text[24];
 } options;
+
+enum mode { MODE_NONE, MODE_LIST, MODE_ENV, MODE_RUN, MODE_PROBE };
 
 static unsigned long long parse_count(const char *option, const char *text, unsigned long long max)
 {
@@ -231,28 +209,47 @@ static unsigned long long parse_count(const char *option, const char *text, unsi
 
 static void print_help(void)
 {
-    printf("usage: %s --kernel K --threads T [--size N | --quick | --paper] [--pin] [--priority P]\n"
-           "       %s --probe [--priority P] [--pin --threads T]\n"
-           "       %s --kernels | --env | --help\n\n"
+    printf("usage: %s --list | --env | --help\n"
+           "       %s --run study.apps.K --param threads=T [--param size=N] [--param priority=P]\n"
+           "           [--placement unbound|different-cpus] [--inject-error]\n"
+           "       %s --probe [--param priority=P]\n\n"
            "Runs one kernel of the application study on T %s workers, verifies its result and\n"
-           "prints one JSON object (docs/study.md).\n\n"
-           "  --kernel K       mips, mflops, pi or trapezoid\n"
-           "  --threads T      workers, 1..%d\n"
-           "  --size N         problem size in the kernel's unit (--kernels lists them)\n"
-           "  --quick/--paper  the kernel's quick or paper size instead of its default\n"
-           "  --pin            worker t bound to the t-th CPU this process may use\n"
-           "  --priority P     normal, nice:N, fifo:P, rr:P, batch or idle (applied before the workers start)\n"
-           "  --inject-error   TEST HOOK: corrupt the result so that verification must fail\n"
-           "  --probe          apply the priority (and check the pinning), print the verdict, run nothing\n\n"
-           "exit status: 0 verified, 1 wrong result, 2 usage error, 3 unsupported here, 4 platform failure\n",
+           "prints one record (docs/study.md, docs/native-protocol.md).\n\n"
+           "  --run study.apps.K   K: mips, mflops, pi or trapezoid (--list)\n"
+           "  threads=T            workers, 1..%d\n"
+           "  size=N               problem size in the kernel's unit (default: the kernel's; --list)\n"
+           "  priority=P           normal, nice:N, fifo:P, rr:P, batch or idle (applied before the workers start)\n"
+           "  --placement P        unbound (the OS places the workers, the default) or different-cpus (worker t\n"
+           "                       bound to the t-th CPU this process may use)\n"
+           "  --inject-error       TEST HOOK: corrupt the result so that verification must fail\n"
+           "  --probe              apply the priority, say whether it may be set here, run nothing\n\n"
+           "exit status: 0 a record (measured or unsupported here), 1 the platform failed, 2 usage error;\n"
+           "--probe: 0 allowed, 3 refused\n",
            program, program, program, tl_app_platform_name, MAX_WORKERS);
 }
 
-static options parse_options(int argc, char **argv, int *mode)
+static void set_param(options *o, const char *assignment)
+{
+    const char *eq = strchr(assignment, '=');
+    if (!eq)
+        usage_error("--param %s: expected NAME=VALUE", assignment);
+    size_t n = (size_t)(eq - assignment);
+    const char *value = eq + 1;
+    if (n == 7 && strncmp(assignment, "threads", n) == 0)
+        o->threads = (unsigned)parse_count("threads", value, MAX_WORKERS);
+    else if (n == 4 && strncmp(assignment, "size", n) == 0)
+        o->size = parse_count("size", value, 1000000000000000ull);
+    else if (n == 8 && strncmp(assignment, "priority", n) == 0)
+        o->prio = parse_priority(value);
+    else
+        usage_error("--param %s: the study's kernels have the parameters threads, size and priority", assignment);
+}
+
+static options parse_options(int argc, char **argv, enum mode *mode)
 {
     options o = {0};
     o.prio = parse_priority("normal");
-    *mode = 0;
+    *mode = MODE_NONE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -265,33 +262,28 @@ static options parse_options(int argc, char **argv, int *mode)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             print_help();
             exit(0);
-        } else if (strcmp(a, "--kernels") == 0) {
-            *mode = 'k';
+        } else if (strcmp(a, "--list") == 0) {
+            *mode = MODE_LIST;
         } else if (strcmp(a, "--env") == 0) {
-            *mode = 'e';
+            *mode = MODE_ENV;
         } else if (strcmp(a, "--probe") == 0) {
-            o.probe = 1;
-        } else if (strcmp(a, "--kernel") == 0) {
+            *mode = MODE_PROBE;
+        } else if (strcmp(a, "--run") == 0) {
             NEED_VALUE();
-            o.kernel = tl_app_find_kernel(value);
+            *mode = MODE_RUN;
+            size_t prefix = strlen(BENCHMARK_PREFIX);
+            o.kernel = strncmp(value, BENCHMARK_PREFIX, prefix) == 0 ? tl_app_find_kernel(value + prefix) : NULL;
             if (!o.kernel)
-                usage_error("--kernel %s: expected one of mips, mflops, pi, trapezoid", value);
-        } else if (strcmp(a, "--threads") == 0) {
+                usage_error("--run %s: expected study.apps.K with K one of mips, mflops, pi, trapezoid", value);
+        } else if (strcmp(a, "--param") == 0) {
             NEED_VALUE();
-            o.threads = (unsigned)parse_count("--threads", value, MAX_WORKERS);
-        } else if (strcmp(a, "--size") == 0) {
+            set_param(&o, value);
+        } else if (strcmp(a, "--placement") == 0) {
             NEED_VALUE();
-            o.size = parse_count("--size", value, 1000000000000000ull);
-            o.size_given = 1;
-        } else if (strcmp(a, "--quick") == 0) {
-            o.quick = 1;
-        } else if (strcmp(a, "--paper") == 0) {
-            o.paper = 1;
-        } else if (strcmp(a, "--pin") == 0) {
-            o.pin = 1;
-        } else if (strcmp(a, "--priority") == 0) {
-            NEED_VALUE();
-            o.prio = parse_priority(value);
+            if (strcmp(value, "different-cpus") == 0)
+                o.pin = 1;
+            else if (strcmp(value, "unbound") != 0)
+                usage_error("--placement %s: expected unbound or different-cpus", value);
         } else if (strcmp(a, "--inject-error") == 0) {
             o.inject_error = 1;
         } else {
@@ -299,61 +291,106 @@ static options parse_options(int argc, char **argv, int *mode)
         }
 #undef NEED_VALUE
     }
-    if (*mode)
+    if (*mode == MODE_NONE)
+        usage_error("one of --list, --env, --run or --probe is required");
+    if (*mode != MODE_RUN)
         return o;
-    if (o.probe) {
-        if (o.pin && !o.threads)
-            usage_error("--probe --pin needs --threads");
-        return o;
-    }
-    if (!o.kernel)
-        usage_error("--kernel is required");
     if (!o.threads)
-        usage_error("--threads is required");
-    if (o.size_given + o.quick + o.paper > 1)
-        usage_error("give at most one of --size, --quick and --paper");
-    if (!o.size_given)
-        o.size = o.paper ? o.kernel->paper_size : o.quick ? o.kernel->quick_size : o.kernel->default_size;
+        usage_error("--param threads=T is required");
+    if (!o.size)
+        o.size = o.kernel->default_size;
     if (o.size % o.kernel->ops_per_item)
-        usage_error("--size %llu: %s counts %s in items of %u, so the size must be a multiple of %u",
+        usage_error("size=%llu: %s counts %s in items of %u, so the size must be a multiple of %u",
                     (unsigned long long)o.size, o.kernel->name, o.kernel->size_unit, o.kernel->ops_per_item,
                     o.kernel->ops_per_item);
+    snprintf(o.threads_text, sizeof o.threads_text, "%u", o.threads);
+    snprintf(o.size_text, sizeof o.size_text, "%llu", (unsigned long long)o.size);
     return o;
 }
 
 /* --------------------------------------------------------------- modes */
 
-static void print_kernels(void)
+static void string_list(tl_json *j, const char *first, const char *second)
 {
+    tl_json_begin_array(j);
+    tl_json_string(j, first);
+    if (second)
+        tl_json_string(j, second);
+    tl_json_end_array(j);
+}
+
+static void param(tl_json *j, const char *name, const char *help, const char *value, const char *quick)
+{
+    tl_json_begin_object(j);
+    tl_json_key(j, "name"); tl_json_string(j, name);
+    tl_json_key(j, "help"); tl_json_string(j, help);
+    tl_json_key(j, "values"); string_list(j, value, NULL);
+    tl_json_key(j, "quick_values"); string_list(j, quick, NULL);
+    tl_json_end_object(j);
+}
+
+/* --list: each kernel as a benchmark of the protocol, with what the study
+ * needs to size it (its unit, its sizes, the item it counts in). */
+static void print_list(void)
+{
+    char threads[16];
+    snprintf(threads, sizeof threads, "%u", MAX_WORKERS);
     for (const tl_app_kernel *const *k = tl_app_kernels; *k; k++) {
-        putchar('{');
-        key("kernel", 1); json_string((*k)->name);
-        key("summary", 0); json_string((*k)->summary);
-        key("size_unit", 0); json_string((*k)->size_unit);
-        key("rate_unit", 0); json_string((*k)->rate_unit);
-        key("quantity", 0); json_string((*k)->quantity);
-        key("ops_per_item", 0); printf("%u", (*k)->ops_per_item);
-        key("default_size", 0); printf("%llu", (unsigned long long)(*k)->default_size);
-        key("quick_size", 0); printf("%llu", (unsigned long long)(*k)->quick_size);
-        key("paper_size", 0); printf("%llu", (unsigned long long)(*k)->paper_size);
-        puts("}");
+        char name[64], size[24], quick[24];
+        snprintf(name, sizeof name, BENCHMARK_PREFIX "%s", (*k)->name);
+        snprintf(size, sizeof size, "%llu", (unsigned long long)(*k)->default_size);
+        snprintf(quick, sizeof quick, "%llu", (unsigned long long)(*k)->quick_size);
+        tl_json j;
+        tl_json_init(&j);
+        tl_json_begin_object(&j);
+        tl_json_key(&j, "benchmark"); tl_json_string(&j, name);
+        tl_json_key(&j, "model"); tl_json_string(&j, tl_app_platform_name);
+        tl_json_key(&j, "suite"); tl_json_string(&j, "study");
+        tl_json_key(&j, "summary"); tl_json_string(&j, (*k)->summary);
+        tl_json_key(&j, "quantity"); tl_json_string(&j, TIME_QUANTITY);
+        tl_json_key(&j, "unit"); tl_json_string(&j, "s");
+        tl_json_key(&j, "threads"); tl_json_int(&j, 1);
+        tl_json_key(&j, "placements"); string_list(&j, "unbound", "different-cpus");
+        tl_json_key(&j, "default_placements"); string_list(&j, "unbound", NULL);
+        tl_json_key(&j, "params");
+        tl_json_begin_array(&j);
+        param(&j, "threads", "worker threads, 1.. (required)", "1", "1");
+        param(&j, "size", "problem size in the kernel's unit", size, quick);
+        param(&j, "priority", "scheduling of the process: normal, nice:N, fifo:P, rr:P, batch or idle", "normal",
+              "normal");
+        tl_json_end_array(&j);
+        tl_json_key(&j, "kernel"); tl_json_string(&j, (*k)->name);
+        tl_json_key(&j, "size_unit"); tl_json_string(&j, (*k)->size_unit);
+        tl_json_key(&j, "rate_unit"); tl_json_string(&j, (*k)->rate_unit);
+        tl_json_key(&j, "rate_quantity"); tl_json_string(&j, (*k)->quantity);
+        tl_json_key(&j, "ops_per_item"); tl_json_int(&j, (*k)->ops_per_item);
+        tl_json_key(&j, "default_size"); tl_json_int(&j, (long long)(*k)->default_size);
+        tl_json_key(&j, "quick_size"); tl_json_int(&j, (long long)(*k)->quick_size);
+        tl_json_key(&j, "paper_size"); tl_json_int(&j, (long long)(*k)->paper_size);
+        tl_json_end_object(&j);
+        tl_json_emit(&j);
     }
 }
 
 static void print_env(void)
 {
-    putchar('{');
-    key("program", 1); json_string(program);
-    key("platform", 0); json_string(tl_app_platform_name);
-    key("arch", 0); printf("\"%d\"", arch_bits());
-    key("runtime", 0); json_string(tl_app_platform_runtime());
-    key("compiler", 0); json_string("gcc " __VERSION__);
-    key("cflags", 0); json_string(THREADLAB_APP_CFLAGS);
-    key("build_type", 0); json_string(THREADLAB_BUILD_TYPE);
-    key("sanitizer", 0); json_string(tl_sanitizer_name());
-    key("libc", 0); json_string(gnu_get_libc_version());
-    key("long_bits", 0); printf("%d", (int)(sizeof(long) * CHAR_BIT));
-    puts("}");
+    char arch[8];
+    snprintf(arch, sizeof arch, "%d", arch_bits());
+    tl_json j;
+    tl_json_init(&j);
+    tl_json_begin_object(&j);
+    tl_json_key(&j, "program"); tl_json_string(&j, program);
+    tl_json_key(&j, "platform"); tl_json_string(&j, tl_app_platform_name);
+    tl_json_key(&j, "arch"); tl_json_string(&j, arch);
+    tl_json_key(&j, "runtime"); tl_json_string(&j, tl_app_platform_runtime());
+    tl_json_key(&j, "compiler"); tl_json_string(&j, "gcc " __VERSION__);
+    tl_json_key(&j, "cflags"); tl_json_string(&j, THREADLAB_APP_CFLAGS);
+    tl_json_key(&j, "build_type"); tl_json_string(&j, THREADLAB_BUILD_TYPE);
+    tl_json_key(&j, "sanitizer"); tl_json_string(&j, tl_sanitizer_name());
+    tl_json_key(&j, "libc"); tl_json_string(&j, gnu_get_libc_version());
+    tl_json_key(&j, "long_bits"); tl_json_int(&j, (int)(sizeof(long) * CHAR_BIT));
+    tl_json_end_object(&j);
+    tl_json_emit(&j);
 }
 
 /* The CPUs this process may use, in order; their count. */
@@ -375,21 +412,64 @@ static unsigned allowed_cpus(int *cpus, unsigned max, char *text, size_t textlen
     return n;
 }
 
-/* Prints the JSON of a point that did not run (unsupported or failed). */
-static int not_run(const options *o, const char *status, const char *reason, int code)
+/* The record of a run, whatever its status: the fields every run shares
+ * are filled here, the caller's are left. */
+static tl_record base_record(const options *o, const char *name, const char **names, const char **values)
 {
-    putchar('{');
-    key("status", 1); json_string(status);
-    key("reason", 0); json_string(reason);
-    key("kernel", 0); json_string(o->kernel ? o->kernel->name : NULL);
-    key("platform", 0); json_string(tl_app_platform_name);
-    key("arch", 0); printf("\"%d\"", arch_bits());
-    key("threads", 0); printf("%u", o->threads);
-    key("priority", 0); json_string(o->prio.text);
-    key("pinned", 0); fputs(o->pin ? "true" : "false", stdout);
-    puts("}");
+    names[0] = "threads"; values[0] = o->threads_text;
+    names[1] = "size"; values[1] = o->size_text;
+    names[2] = "priority"; values[2] = o->prio.text;
+    return (tl_record){
+        .benchmark = name, .model = tl_app_platform_name, .param_names = names, .param_values = values,
+        .nparams = 3, .placement = o->pin ? "different-cpus" : "unbound", .unit = "s", .quantity = TIME_QUANTITY,
+        .clock = "monotonic_raw", .overhead_ns = NAN,
+    };
+}
+
+/* A run that measured nothing: unsupported here (exit 0) or failed (exit 1). */
+static int not_run(const options *o, const char *status, const char *reason)
+{
+    char name[64];
+    const char *names[3], *values[3];
+    snprintf(name, sizeof name, BENCHMARK_PREFIX "%s", o->kernel->name);
+    tl_record r = base_record(o, name, names, values);
+    r.status = status;
+    r.reason = reason;
+    tl_record_write(&r, stdout);
     fprintf(stderr, "%s: %s: %s\n", program, status, reason);
-    return code;
+    return strcmp(status, "failed") == 0 ? EXIT_FAILED : EXIT_RECORD;
+}
+
+/* --probe: whether the priority may be set here (0), or why not (3). */
+static int probe(const options *o)
+{
+    const char *what = "";
+    int rc = apply_priority(&o->prio, &what);
+    char reason[256] = "";
+    if (rc != 0)
+        snprintf(reason, sizeof reason, "priority %s: %s: %s%s", o->prio.text, what, strerror(rc),
+                 rc == EPERM || rc == EACCES ? " (needs CAP_SYS_NICE, or a high enough RLIMIT_NICE / RLIMIT_RTPRIO)"
+                                             : "");
+    tl_json j;
+    tl_json_init(&j);
+    tl_json_begin_object(&j);
+    tl_json_key(&j, "status"); tl_json_string(&j, rc == 0 ? "ok" : "unsupported");
+    tl_json_key(&j, "reason"); tl_json_string(&j, rc == 0 ? NULL : reason);
+    tl_json_key(&j, "platform"); tl_json_string(&j, tl_app_platform_name);
+    tl_json_key(&j, "priority"); tl_json_string(&j, o->prio.text);
+    tl_json_key(&j, "policy"); tl_json_string(&j, policy_name(sched_getscheduler(0)));
+    tl_json_key(&j, "nice"); tl_json_int(&j, getpriority(PRIO_PROCESS, 0));
+    tl_json_end_object(&j);
+    tl_json_emit(&j);
+    return rc == 0 ? 0 : EXIT_REFUSED;
+}
+
+static void cpu_text(const tl_app_slot *slots, unsigned n, int end, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (unsigned t = 0; t < n && used < len; t++)
+        used += (size_t)snprintf(out + used, len - used, "%s%d", t ? "," : "", end ? slots[t].cpu_end : slots[t].cpu_start);
 }
 
 int main(int argc, char **argv)
@@ -397,26 +477,28 @@ int main(int argc, char **argv)
     double main_start = now_s();
     const char *slash = strrchr(argv[0], '/');
     program = slash ? slash + 1 : argv[0];
-    int mode;
+    enum mode mode;
     options o = parse_options(argc, argv, &mode);
-    if (mode == 'k') {
-        print_kernels();
+    if (mode == MODE_LIST) {
+        print_list();
         return 0;
     }
-    if (mode == 'e') {
+    if (mode == MODE_ENV) {
         print_env();
         return 0;
     }
+    if (mode == MODE_PROBE)
+        return probe(&o);
 
     char reason[512];
     static int cpus[MAX_WORKERS];
-    char cpu_text[256];
-    unsigned ncpus = allowed_cpus(cpus, MAX_WORKERS, cpu_text, sizeof cpu_text);
+    char allowed_text[256];
+    unsigned ncpus = allowed_cpus(cpus, MAX_WORKERS, allowed_text, sizeof allowed_text);
     if (o.pin && o.threads > ncpus) {
         snprintf(reason, sizeof reason,
                  "pinning %u threads to distinct CPUs needs %u CPUs, but this process may use %u (CPUs %s)",
-                 o.threads, o.threads, ncpus, cpu_text);
-        return not_run(&o, "unsupported", reason, EXIT_UNSUPPORTED);
+                 o.threads, o.threads, ncpus, allowed_text);
+        return not_run(&o, "unsupported", reason);
     }
     const char *what = "";
     int rc = apply_priority(&o.prio, &what);
@@ -424,19 +506,7 @@ int main(int argc, char **argv)
         snprintf(reason, sizeof reason, "priority %s: %s: %s%s", o.prio.text, what, strerror(rc),
                  rc == EPERM || rc == EACCES ? " (needs CAP_SYS_NICE, or a high enough RLIMIT_NICE / RLIMIT_RTPRIO)"
                                              : "");
-        return not_run(&o, "unsupported", reason, rc == EPERM || rc == EACCES ? EXIT_UNSUPPORTED : EXIT_PLATFORM);
-    }
-    if (o.probe) {
-        putchar('{');
-        key("status", 1); json_string("ok");
-        key("platform", 0); json_string(tl_app_platform_name);
-        key("arch", 0); printf("\"%d\"", arch_bits());
-        key("priority", 0); json_string(o.prio.text);
-        key("policy", 0); json_string(policy_name(sched_getscheduler(0)));
-        key("nice", 0); printf("%d", getpriority(PRIO_PROCESS, 0));
-        key("cpus", 0); json_string(cpu_text);
-        puts("}");
-        return 0;
+        return not_run(&o, rc == EPERM || rc == EACCES ? "unsupported" : "failed", reason);
     }
 
     tl_app_operands ops = {
@@ -445,7 +515,7 @@ int main(int argc, char **argv)
     };
     tl_app_slot *slots = aligned_alloc(64, sizeof(tl_app_slot) * o.threads);
     if (!slots)
-        return not_run(&o, "failed", "out of memory", EXIT_PLATFORM);
+        return not_run(&o, "failed", "out of memory");
     memset(slots, 0, sizeof(tl_app_slot) * o.threads);
     tl_app_job job = {
         .kernel = o.kernel, .ops = &ops, .workers = o.threads,
@@ -453,7 +523,7 @@ int main(int argc, char **argv)
     };
     tl_app_partial *parts = calloc(o.threads, sizeof *parts);
     if (!parts)
-        return not_run(&o, "failed", "out of memory", EXIT_PLATFORM);
+        return not_run(&o, "failed", "out of memory");
 
     /* The parallel part: the workers start, compute, end, and their
      * partial results are combined. */
@@ -467,7 +537,7 @@ int main(int argc, char **argv)
     }
     double t1 = now_s();
     if (rc != 0)
-        return not_run(&o, "failed", reason, EXIT_PLATFORM);
+        return not_run(&o, "failed", reason);
 
     /* What the workers saw. */
     unsigned ran = 0, placed = 0, prioritized = 0;
@@ -485,66 +555,78 @@ int main(int argc, char **argv)
     int covered = ran == o.threads && items == ops.items;
     int verified = verdict.verified && covered;
     double time_s = t1 - t0;
-    double ops_done = (double)o.size;
 
-    putchar('{');
-    key("status", 1); json_string(verified ? "ok" : "failed");
-    key("reason", 0);
-    if (!covered) {
-        snprintf(reason, sizeof reason, "the workers computed %llu of %llu items (%u of %u workers ran)",
+    char verdict_text[512], placement_text[640], priority_text[256], starts[256], ends[256], arch[8];
+    if (!covered)
+        snprintf(verdict_text, sizeof verdict_text, "the workers computed %llu of %llu items (%u of %u workers ran)",
                  (unsigned long long)items, (unsigned long long)ops.items, ran, o.threads);
-        json_string(reason);
-    } else if (!verdict.verified) {
-        snprintf(reason, sizeof reason, "wrong result: %.17g, expected %.17g within %.3g (error %.3g)%s",
+    else if (!verdict.verified)
+        snprintf(verdict_text, sizeof verdict_text, "wrong result: %.17g, expected %.17g within %.3g (error %.3g)%s",
                  verdict.result, verdict.expected, verdict.bound, verdict.error,
                  o.inject_error ? " [--inject-error]" : "");
-        json_string(reason);
-    } else {
-        json_string(NULL);
-    }
-    key("kernel", 0); json_string(o.kernel->name);
-    key("platform", 0); json_string(tl_app_platform_name);
-    key("arch", 0); printf("\"%d\"", arch_bits());
-    key("runtime", 0); json_string(tl_app_platform_runtime());
-    key("threads", 0); printf("%u", o.threads);
-    key("size", 0); printf("%llu", (unsigned long long)o.size);
-    key("size_unit", 0); json_string(o.kernel->size_unit);
-    key("items", 0); printf("%llu", (unsigned long long)ops.items);
-    key("time_s", 0); json_number(time_s);
-    key("main_s", 0); json_number(now_s() - main_start);
-    key("rate", 0); json_number(ops_done / time_s / 1e6);
-    key("rate_unit", 0); json_string(o.kernel->rate_unit);
-    key("result", 0);
-    if (verdict.integer) printf("%llu", (unsigned long long)verdict.iresult); else json_number(verdict.result);
-    key("expected", 0);
-    if (verdict.integer) printf("%llu", (unsigned long long)verdict.iexpected); else json_number(verdict.expected);
-    key("error", 0); json_number(verdict.error);
-    key("error_bound", 0); json_number(verdict.bound);
-    key("verified", 0); fputs(verified ? "true" : "false", stdout);
-    key("inject_error", 0); fputs(o.inject_error ? "true" : "false", stdout);
-    key("pinned", 0); fputs(o.pin ? "true" : "false", stdout);
-    key("placement_ok", 0); fputs(placed == o.threads ? "true" : "false", stdout);
-    key("cpus", 0);
-    putchar('[');
+    else
+        snprintf(verdict_text, sizeof verdict_text, "the result matched the expected value within %.3g (error %.3g)",
+                 verdict.bound, verdict.error);
+    cpu_text(slots, o.threads, 0, starts, sizeof starts);
+    cpu_text(slots, o.threads, 1, ends, sizeof ends);
+    snprintf(placement_text, sizeof placement_text, "%u of %u workers ran on their CPU from start to end "
+             "(started on %s, ended on %s)", placed, o.threads, starts, ends);
+    int policy = slots[0].policy & ~SCHED_RESET_ON_FORK;
+    snprintf(priority_text, sizeof priority_text, "%u of %u workers ran with the priority's scheduling "
+             "(worker 0: %s, nice %d)", prioritized, o.threads, policy_name(policy), slots[0].nice);
+    snprintf(arch, sizeof arch, "%d", arch_bits());
+
+    tl_record_check checks[3];
+    unsigned nchecks = 0;
+    checks[nchecks++] = (tl_record_check){"verified", verified, verdict.error, verdict_text};
+    if (o.pin)
+        checks[nchecks++] = (tl_record_check){"placement", placed == o.threads, placed, placement_text};
+    if (o.prio.kind != PRIO_NORMAL)
+        checks[nchecks++] = (tl_record_check){"priority", prioritized == o.threads, prioritized, priority_text};
+    double integer_result = verdict.integer ? (double)verdict.iresult : verdict.result;
+    double integer_expected = verdict.integer ? (double)verdict.iexpected : verdict.expected;
+    tl_record_extra extras[] = {
+        {"kernel", o.kernel->name, 0},
+        {"platform", tl_app_platform_name, 0},
+        {"arch", arch, 0},
+        {"runtime", tl_app_platform_runtime(), 0},
+        {"size_unit", o.kernel->size_unit, 0},
+        {"items", NULL, (double)ops.items},
+        {"rate", NULL, (double)o.size / time_s / 1e6},
+        {"rate_unit", o.kernel->rate_unit, 0},
+        {"result", NULL, integer_result},
+        {"expected", NULL, integer_expected},
+        {"error", NULL, verdict.error},
+        {"error_bound", NULL, verdict.bound},
+        {"policy", policy_name(policy), 0},
+        {"nice", NULL, slots[0].nice},
+        {"cpus_end", ends, 0},
+        {"main_s", NULL, now_s() - main_start},
+    };
+    int placed_cpus[MAX_WORKERS];
     for (unsigned t = 0; t < o.threads; t++)
-        printf("%s%d", t ? "," : "", slots[t].cpu_start);
-    putchar(']');
-    key("cpus_end", 0);
-    putchar('[');
-    for (unsigned t = 0; t < o.threads; t++)
-        printf("%s%d", t ? "," : "", slots[t].cpu_end);
-    putchar(']');
-    key("priority", 0); json_string(o.prio.text);
-    key("policy", 0); json_string(policy_name(slots[0].policy & ~SCHED_RESET_ON_FORK));
-    key("nice", 0); printf("%d", slots[0].nice);
-    key("priority_ok", 0); fputs(prioritized == o.threads ? "true" : "false", stdout);
-    puts("}");
-    fflush(stdout);
+        placed_cpus[t] = o.pin ? slots[t].cpu_start : -1;
+    tl_record_stop stop = {"fixed", NAN, "fixed", 1, 1, time_s};
+    char name[64];
+    const char *names[3], *values[3];
+    snprintf(name, sizeof name, BENCHMARK_PREFIX "%s", o.kernel->name);
+    tl_record r = base_record(&o, name, names, values);
+    r.status = "ok";
+    r.cpus = placed_cpus;
+    r.ncpus = o.threads;
+    r.samples = &time_s;
+    r.nsamples = 1;
+    r.iterations = 1;
+    r.actions_per_iteration = 1;
+    r.stop = &stop;
+    r.checks = checks;
+    r.nchecks = nchecks;
+    r.extras = extras;
+    r.nextras = sizeof extras / sizeof extras[0];
+    tl_record_write(&r, stdout);
     free(parts);
     free(slots);
-    if (!verified) {
-        fprintf(stderr, "%s: %s: %s\n", program, o.kernel->name, reason);
-        return EXIT_WRONG;
-    }
-    return EXIT_VERIFIED;
+    if (!verified)
+        fprintf(stderr, "%s: %s: %s\n", program, o.kernel->name, verdict_text);
+    return EXIT_RECORD;
 }

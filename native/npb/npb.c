@@ -1,19 +1,23 @@
 /*
  * threadlab-npb - the NAS-like OpenMP kernels of `threadlab study
- * multiprog` (npb.h, docs/study-multiprog.md).
+ * multiprog` (npb.h, docs/study-multiprog.md), on the native protocol
+ * (docs/native-protocol.md):
  *
- *   threadlab-npb KERNEL [--size NAME]     run one kernel, print one JSON line
- *   threadlab-npb --list                   the kernels, sizes and parameters (JSON Lines)
+ *   threadlab-npb --list                                the kernels (study.multiprog.K), their sizes
+ *   threadlab-npb --env                                 its build and OpenMP runtime
+ *   threadlab-npb --run study.multiprog.K [--param size=NAME]   one run, one record
  *
- * The JSON line: kernel, size, params, time_s (the timed part), wall_s
- * (the whole process until the line), verified with the verification
- * quantity, value, reference, error and tolerance, regions (parallel
- * regions started), team_min/team_max/teams (the team sizes those regions
- * got: under threadlab-rm they follow the allocation), max_threads
- * (omp_get_max_threads()), managed (the shim's state: true, false, or null
- * without the shim), and mops.
+ * The record (libthreadlab-record): the timed part as its one sample; the
+ * check "verified" with the verification quantity, value, reference,
+ * error and tolerance; extras: the parallel regions started, the team
+ * sizes they got (team_min, team_max, teams "SIZE:COUNT,..."; under
+ * threadlab-rm they follow the allocation), omp_get_max_threads(), whether
+ * the shim managed it (managed: yes, no, or null without the shim), the
+ * whole process's wall time until the record (wall_s) and the kernel's
+ * size parameters.
  *
- * Exit status: 0 verified; 1 ran but did not verify; 2 usage error.
+ * Exit status: 0 a record was written (a result that did not verify is a
+ * record whose check failed); 2 usage error.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -25,7 +29,13 @@
 #include <time.h>
 
 #include "npb.h"
+#include "threadlab/compiler.h"
+#include "threadlab/json.h"
 #include "threadlab/omp.h"
+#include "threadlab/record.h"
+
+#define BENCHMARK_PREFIX "study.multiprog."
+#define DEFAULT_SIZE "W"
 
 #define MAX_TEAM 256
 
@@ -88,41 +98,88 @@ void *npb_alloc(size_t bytes)
     return p;
 }
 
-/* ------------------------------------------------------------------ JSON */
+/* -------------------------------------------------------------- protocol */
 
-static void json_num(const char *key, double v)
+static const npb_kernel *find_kernel(const char *benchmark)
 {
-    if (isfinite(v))
-        printf(", \"%s\": %.17g", key, v);
-    else
-        printf(", \"%s\": null", key);
-}
-
-static void print_params(const npb_kernel *k, const npb_size *s)
-{
-    printf("{");
-    for (int i = 0; k->param_names[i]; i++)
-        printf("%s\"%s\": %ld", i ? ", " : "", k->param_names[i], s->p[i]);
-    printf("}");
+    size_t prefix = strlen(BENCHMARK_PREFIX);
+    if (strncmp(benchmark, BENCHMARK_PREFIX, prefix) != 0)
+        return NULL;
+    for (int i = 0; kernels[i]; i++)
+        if (!strcmp(kernels[i]->name, benchmark + prefix))
+            return kernels[i];
+    return NULL;
 }
 
 static int list(void)
 {
     for (int i = 0; kernels[i]; i++) {
         const npb_kernel *k = kernels[i];
-        printf("{\"kernel\": \"%s\", \"summary\": \"%s\", \"sizes\": {", k->name, k->summary);
+        char name[64];
+        snprintf(name, sizeof name, BENCHMARK_PREFIX "%s", k->name);
+        tl_json j;
+        tl_json_init(&j);
+        tl_json_begin_object(&j);
+        tl_json_key(&j, "benchmark"); tl_json_string(&j, name);
+        tl_json_key(&j, "model"); tl_json_string(&j, "openmp");
+        tl_json_key(&j, "suite"); tl_json_string(&j, "study");
+        tl_json_key(&j, "summary"); tl_json_string(&j, k->summary);
+        tl_json_key(&j, "quantity"); tl_json_string(&j, "time of the kernel's timed part");
+        tl_json_key(&j, "unit"); tl_json_string(&j, "s");
+        tl_json_key(&j, "threads"); tl_json_int(&j, 0);
+        tl_json_key(&j, "placements"); tl_json_begin_array(&j); tl_json_end_array(&j);
+        tl_json_key(&j, "default_placements"); tl_json_begin_array(&j); tl_json_end_array(&j);
+        tl_json_key(&j, "params");
+        tl_json_begin_array(&j);
+        tl_json_begin_object(&j);
+        tl_json_key(&j, "name"); tl_json_string(&j, "size");
+        tl_json_key(&j, "help"); tl_json_string(&j, "the kernel's size (see sizes)");
+        tl_json_key(&j, "values");
+        tl_json_begin_array(&j);
+        for (const npb_size *s = k->sizes; s->name; s++)
+            tl_json_string(&j, s->name);
+        tl_json_end_array(&j);
+        tl_json_key(&j, "quick_values"); tl_json_begin_array(&j); tl_json_string(&j, k->sizes[0].name); tl_json_end_array(&j);
+        tl_json_end_object(&j);
+        tl_json_end_array(&j);
+        tl_json_key(&j, "sizes");
+        tl_json_begin_object(&j);
         for (const npb_size *s = k->sizes; s->name; s++) {
-            printf("%s\"%s\": ", s == k->sizes ? "" : ", ", s->name);
-            print_params(k, s);
+            tl_json_key(&j, s->name);
+            tl_json_begin_object(&j);
+            for (int p = 0; k->param_names[p]; p++) {
+                tl_json_key(&j, k->param_names[p]);
+                tl_json_int(&j, s->p[p]);
+            }
+            tl_json_end_object(&j);
         }
-        printf("}, \"default_size\": \"W\"}\n");
+        tl_json_end_object(&j);
+        tl_json_key(&j, "default_size"); tl_json_string(&j, DEFAULT_SIZE);
+        tl_json_end_object(&j);
+        tl_json_emit(&j);
     }
+    return 0;
+}
+
+static int env(void)
+{
+    tl_json j;
+    tl_json_init(&j);
+    tl_json_begin_object(&j);
+    tl_json_key(&j, "program"); tl_json_string(&j, "threadlab-npb");
+    tl_json_key(&j, "compiler"); tl_json_string(&j, "gcc " __VERSION__);
+    tl_json_key(&j, "sanitizer"); tl_json_string(&j, tl_sanitizer_name());
+    tl_json_key(&j, "openmp"); tl_json_int(&j, _OPENMP);
+    tl_json_key(&j, "max_threads"); tl_json_int(&j, omp_get_max_threads());
+    tl_json_end_object(&j);
+    tl_json_emit(&j);
     return 0;
 }
 
 static int usage(const char *why)
 {
-    fprintf(stderr, "threadlab-npb: %s\nusage: threadlab-npb KERNEL [--size NAME] | threadlab-npb --list\nkernels:", why);
+    fprintf(stderr, "threadlab-npb: error: %s\nusage: threadlab-npb --run study.multiprog.K [--param size=NAME] | "
+            "--list | --env\nkernels:", why);
     for (int i = 0; kernels[i]; i++)
         fprintf(stderr, " %s", kernels[i]->name);
     fprintf(stderr, "\n");
@@ -132,35 +189,36 @@ static int usage(const char *why)
 int main(int argc, char **argv)
 {
     double started = npb_wtime();
-    if (argc >= 2 && !strcmp(argv[1], "--list"))
-        return list();
-    if (argc < 2 || argv[1][0] == '-')
-        return usage("a kernel is required");
-    const npb_kernel *k = NULL;
-    for (int i = 0; kernels[i]; i++)
-        if (!strcmp(kernels[i]->name, argv[1]))
-            k = kernels[i];
-    if (!k) {
-        char why[128];
-        snprintf(why, sizeof why, "unknown kernel '%s'", argv[1]);
-        return usage(why);
-    }
-    const char *size_name = "W";
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--size") && i + 1 < argc) {
-            size_name = argv[++i];
+    const char *benchmark = NULL, *size_name = DEFAULT_SIZE;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--list"))
+            return list();
+        if (!strcmp(argv[i], "--env"))
+            return env();
+        if (!strcmp(argv[i], "--run") && i + 1 < argc) {
+            benchmark = argv[++i];
+        } else if (!strcmp(argv[i], "--param") && i + 1 < argc && !strncmp(argv[i + 1], "size=", 5)) {
+            size_name = argv[++i] + 5;
         } else {
             char why[160];
             snprintf(why, sizeof why, "unexpected argument '%s'", argv[i]);
             return usage(why);
         }
     }
+    if (!benchmark)
+        return usage("--run study.multiprog.K, --list or --env is required");
+    const npb_kernel *k = find_kernel(benchmark);
+    if (!k) {
+        char why[128];
+        snprintf(why, sizeof why, "unknown benchmark '%s'", benchmark);
+        return usage(why);
+    }
     const npb_size *size = NULL;
     for (const npb_size *s = k->sizes; s->name; s++)
         if (!strcmp(s->name, size_name))
             size = s;
     if (!size) {
-        fprintf(stderr, "threadlab-npb: --size %s: %s has sizes", size_name, k->name);
+        fprintf(stderr, "threadlab-npb: error: size=%s: %s has sizes", size_name, k->name);
         for (const npb_size *s = k->sizes; s->name; s++)
             fprintf(stderr, " %s", s->name);
         fprintf(stderr, "\n");
@@ -171,37 +229,56 @@ int main(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.value2 = r.reference2 = NAN;
     int rc = k->run(size, &r);
+    int verified = r.verified && rc == 0;
 
     int (*state)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "threadlab_omp_state");
     int team_min = 0, team_max = 0;
+    char teams[1024] = "";
+    size_t used = 0;
     for (int t = 1; t <= MAX_TEAM; t++)
         if (team_hist[t]) {
             if (!team_min)
                 team_min = t;
             team_max = t;
+            if (used < sizeof teams)
+                used += (size_t)snprintf(teams + used, sizeof teams - used, "%s%d:%ld", used ? "," : "", t,
+                                         team_hist[t]);
         }
-    printf("{\"kernel\": \"%s\", \"size\": \"%s\", \"params\": ", k->name, size->name);
-    print_params(k, size);
-    json_num("time_s", r.time_s);
-    printf(", \"verified\": %s, \"quantity\": \"%s\"", r.verified && rc == 0 ? "true" : "false", r.quantity);
-    json_num("value", r.value);
-    json_num("reference", r.reference);
-    json_num("error", r.error);
-    json_num("tolerance", r.tolerance);
-    json_num("value2", r.value2);
-    json_num("reference2", r.reference2);
-    json_num("mops", r.mops);
-    printf(", \"detail\": \"%s\", \"regions\": %ld, \"team_min\": %d, \"team_max\": %d, \"teams\": {", r.detail,
-           regions, team_min, team_max);
-    int first = 1;
-    for (int t = 1; t <= MAX_TEAM; t++)
-        if (team_hist[t]) {
-            printf("%s\"%d\": %ld", first ? "" : ", ", t, team_hist[t]);
-            first = 0;
-        }
-    printf("}, \"max_threads\": %d, \"managed\": %s", omp_get_max_threads(),
-           state ? (state() == TL_OMP_STATE_MANAGED ? "true" : "false") : "null");
-    json_num("wall_s", npb_wtime() - started);
-    printf("}\n");
-    return r.verified && rc == 0 ? 0 : 1;
+    char name[64], detail[400];
+    snprintf(name, sizeof name, BENCHMARK_PREFIX "%s", k->name);
+    snprintf(detail, sizeof detail, "%s = %.17g, reference %.17g, tolerance %.3g: %s", r.quantity, r.value,
+             r.reference, r.tolerance, r.detail);
+    tl_record_check check = {"verified", verified, r.error, detail};
+    tl_record_extra extras[10 + NPB_MAX_PARAMS];
+    unsigned n = 0;
+    extras[n++] = (tl_record_extra){"quantity", r.quantity, 0};
+    extras[n++] = (tl_record_extra){"value", NULL, r.value};
+    extras[n++] = (tl_record_extra){"reference", NULL, r.reference};
+    extras[n++] = (tl_record_extra){"tolerance", NULL, r.tolerance};
+    extras[n++] = (tl_record_extra){"value2", NULL, r.value2};
+    extras[n++] = (tl_record_extra){"reference2", NULL, r.reference2};
+    extras[n++] = (tl_record_extra){"mops", NULL, r.mops};
+    extras[n++] = (tl_record_extra){"regions", NULL, (double)regions};
+    extras[n++] = (tl_record_extra){"teams", teams, 0};
+    extras[n++] = (tl_record_extra){"managed", state ? (state() == TL_OMP_STATE_MANAGED ? "yes" : "no") : NULL, NAN};
+    for (int p = 0; k->param_names[p] && p < NPB_MAX_PARAMS; p++)
+        extras[n++] = (tl_record_extra){k->param_names[p], NULL, (double)size->p[p]};
+    tl_record_extra tail[] = {
+        {"team_min", NULL, team_min}, {"team_max", NULL, team_max},
+        {"max_threads", NULL, omp_get_max_threads()}, {"wall_s", NULL, npb_wtime() - started},
+    };
+    tl_record_extra all[sizeof extras / sizeof extras[0] + sizeof tail / sizeof tail[0]];
+    memcpy(all, extras, n * sizeof *extras);
+    memcpy(all + n, tail, sizeof tail);
+    const char *names[] = {"size"}, *values[] = {size->name};
+    tl_record_stop stop = {"fixed", NAN, "fixed", 1, 1, r.time_s};
+    tl_record record = {
+        .benchmark = name, .model = "openmp", .param_names = names, .param_values = values, .nparams = 1,
+        .placement = "none", .unit = "s", .quantity = "time of the kernel's timed part", .status = "ok",
+        .clock = "monotonic", .samples = &r.time_s, .nsamples = 1, .iterations = 1, .actions_per_iteration = 1,
+        .overhead_ns = NAN, .stop = &stop, .checks = &check, .nchecks = 1, .extras = all,
+        .nextras = n + (unsigned)(sizeof tail / sizeof tail[0]),
+    };
+    tl_record_write(&record, stdout);
+    return 0;
 }

@@ -170,6 +170,16 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+# A program's message kept in a reason: its first characters.
+LINE_KEEP = 400
+
+
+def last_line(text: str) -> str | None:
+    """The last non-blank line of a program's output, cut to LINE_KEEP."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:LINE_KEEP] if lines else None
+
+
 def exit_text(returncode: int) -> str:
     """How a child ended, in words: 'killed by SIGKILL', 'exited with status 3'."""
     if returncode < 0:

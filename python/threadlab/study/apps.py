@@ -72,10 +72,9 @@ MAX_THREADS = 4096
 PLACEMENT_OF: dict[str, str] = {"os": "unbound", "pinned": "different-cpus"}
 AFFINITY_OF: dict[str, str] = {placement: affinity for affinity, placement in PLACEMENT_OF.items()}
 
-# Exit statuses of the programs (native/apps/app.c).
-EXIT_VERIFIED, EXIT_WRONG, EXIT_USAGE, EXIT_UNSUPPORTED, EXIT_PLATFORM = 0, 1, 2, 3, 4
+# The probe's exit status when the priority may not be set (native/apps/app.c).
+EXIT_REFUSED = 3
 _QUERY_TIMEOUT_S = 30.0
-_STDERR_KEEP = 400
 
 
 # ------------------------------------------------------------------ levels
@@ -206,11 +205,12 @@ class KernelInfo:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> KernelInfo:
+        """From a program's --list entry (study.apps.KERNEL)."""
         return cls(
             name=str(data["kernel"]), summary=str(data["summary"]), size_unit=str(data["size_unit"]),
-            rate_unit=str(data["rate_unit"]), quantity=str(data["quantity"]), ops_per_item=int(data["ops_per_item"]),
-            default_size=int(data["default_size"]), quick_size=int(data["quick_size"]),
-            paper_size=int(data["paper_size"]),
+            rate_unit=str(data["rate_unit"]), quantity=str(data["rate_quantity"]),
+            ops_per_item=int(data["ops_per_item"]), default_size=int(data["default_size"]),
+            quick_size=int(data["quick_size"]), paper_size=int(data["paper_size"]),
         )
 
 
@@ -291,14 +291,14 @@ def kernel_catalog(programs: Programs) -> dict[str, KernelInfo]:
         raise ThreadlabError(f"no application program of a known platform ({', '.join(PLATFORMS)}) in "
                              f"{programs.directory}; build them with `make`")
     program = programs.path("pthread", programs.native_arch) or min(programs.paths.values())
-    lines = discovery.query(program, "--kernels", timeout_s=_QUERY_TIMEOUT_S)
+    entries = discovery.query_json(program, "--list", timeout_s=_QUERY_TIMEOUT_S)
     try:
-        kernels = {info.name: info for info in (KernelInfo.from_dict(json.loads(line)) for line in lines)}
+        kernels = {info.name: info for info in map(KernelInfo.from_dict, entries)}
     except (KeyError, TypeError, ValueError) as error:
-        raise ThreadlabError(f"{program.name} --kernels: bad answer ({error!r})") from None
+        raise ThreadlabError(f"{program.name} --list: bad answer ({error!r})") from None
     missing = [k for k in KERNELS if k not in kernels]
     if missing:
-        raise ThreadlabError(f"{program.name} --kernels lacks {', '.join(missing)}")
+        raise ThreadlabError(f"{program.name} --list lacks {', '.join(missing)}")
     return kernels
 
 
@@ -309,7 +309,8 @@ def probe_priority(program: Path, level: str) -> str | None:
     """None when this user may run a program at the level; else why not,
     as the program found out applying it (`--probe`)."""
     try:
-        done = process.run([program, "--probe", "--priority", priority_argument(level)], timeout_s=_QUERY_TIMEOUT_S)
+        done = process.run([program, "--probe", "--param", f"priority={priority_argument(level)}"],
+                           timeout_s=_QUERY_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"priority {level}: the probe failed ({error})"
     if done.returncode == 0:
@@ -381,10 +382,11 @@ class Cell:
         return f"{self.kernel.name} {self.scenario.label} threads={self.threads}"
 
     def argv(self) -> list[str]:
+        """The run's command line (the native protocol's --run)."""
         assert self.program is not None
-        argv = [str(self.program), "--kernel", self.kernel.name, "--threads", str(self.threads),
-                "--size", str(self.size), "--priority", priority_argument(self.scenario.priority)]
-        return argv + (["--pin"] if self.scenario.affinity == "pinned" else [])
+        return [str(self.program), "--run", BENCHMARK_PREFIX + self.kernel.name, "--placement",
+                PLACEMENT_OF[self.scenario.affinity], "--param", f"threads={self.threads}", "--param",
+                f"size={self.size}", "--param", f"priority={priority_argument(self.scenario.priority)}"]
 
 
 @dataclass
@@ -561,23 +563,24 @@ class Outcome:
     wall_s: float
 
 
-def stderr_line(text: str) -> str | None:
-    """The last non-blank line of a program's stderr, cut to a sane length."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:_STDERR_KEEP] if lines else None
-
-
-def last_json_object(text: str) -> dict[str, Any]:
-    """The JSON object on the last non-blank line of a program's stdout;
-    {} when there is none."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return {}
-    try:
-        parsed = json.loads(lines[-1])
-    except json.JSONDecodeError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
+def run_data(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run's record says, as the cell keeps it: the time of the
+    parallel part, the verdict and the workers' placement and priority
+    (its checks), and the program's extra values."""
+    checks = {check["name"]: check for check in record["checks"]}
+    samples = record["samples"]
+    return {
+        **record["extra"],
+        "status": record["status"],
+        "reason": record["reason"],
+        "time_s": samples[0] if samples else None,
+        "verified": checks.get("verified", {}).get("ok", False),
+        "verdict": checks.get("verified", {}).get("detail"),
+        "pinned": record["placement"] == PLACEMENT_OF["pinned"],
+        "placement_ok": checks.get("placement", {}).get("ok", True),
+        "priority_ok": checks.get("priority", {}).get("ok", True),
+        "cpus": record["cpus"],
+    }
 
 
 def _measured(data: Mapping[str, Any]) -> bool:
@@ -588,8 +591,9 @@ def _measured(data: Mapping[str, Any]) -> bool:
 
 
 def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequence[str] = ()) -> Outcome | None:
-    """Runs the cell's program once, in its own process group, within the
-    timeout.  None when a stop (Ctrl-C) was requested meanwhile."""
+    """Runs the cell's program once (process.Follow: its own process group,
+    within the timeout) and reads its record.  None when a stop (Ctrl-C)
+    was requested meanwhile."""
     argv = cell.argv() + list(extra_args)
     started = time.monotonic()
     try:
@@ -603,25 +607,33 @@ def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequen
         return None
     if child.timed_out:
         return Outcome("failed", f"timed out after {timeout_s:g} s", {}, wall)
-    data = last_json_object("\n".join(lines))
     said = child.stderr_summary()
-    said = said[:_STDERR_KEEP] if said else None
+    said = said[:process.LINE_KEEP] if said else None
     code = child.returncode
     assert code is not None
-    if code < 0:
-        return Outcome("failed", exit_text(code) + (f": {said}" if said else ""), data, wall)
-    if code == EXIT_VERIFIED and data.get("status") == "ok" and _measured(data):
-        return Outcome("ok", None, data, wall)
-    if code == EXIT_WRONG and _measured(data):
-        return Outcome("wrong", str(data.get("reason") or said or "wrong result"), data, wall)
-    if code == EXIT_UNSUPPORTED:
-        return Outcome("unsupported", str(data.get("reason") or said or "unsupported"), data, wall)
-    if code == EXIT_USAGE:
-        return Outcome("failed", f"usage error: {said or '?'}", data, wall)
-    if data.get("reason"):
+    problem = None
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            records.append(schema.parse_record_line(line))
+        except schema.RecordError as error:
+            problem = f"invalid record (stdout line {number}): {error}"
+    if code < 0 or (code not in (0, 1) and not problem):
+        return Outcome("failed", ("usage error" if code == 2 else exit_text(code)) + (f": {said}" if said else ""),
+                       {}, wall)
+    if problem or len(records) != 1:
+        return Outcome("failed", problem or f"{exit_text(code)} with {len(records)} records, expected one"
+                       + (f": {said}" if said else ""), {}, wall)
+    data = run_data(records[0])
+    if data["status"] == "unsupported":
+        return Outcome("unsupported", str(data["reason"]), data, wall)
+    if data["status"] == "failed":
         return Outcome("failed", str(data["reason"]), data, wall)
-    return Outcome("failed", exit_text(code) + (f": {said}" if said else "") +
-                   ("" if data else " (no JSON result)"), data, wall)
+    if not _measured(data):
+        return Outcome("failed", f"the record has no positive time ({data['time_s']!r})", data, wall)
+    if not data["verified"]:
+        return Outcome("wrong", str(data["verdict"] or "wrong result"), data, wall)
+    return Outcome("ok", None, data, wall)
 
 
 def record_outcome(cell: Cell, outcome: Outcome) -> None:

@@ -43,7 +43,6 @@ from threadlab.records import schema
 from threadlab.records.record import new_record
 from threadlab.run.progress import JobProgress
 from threadlab.run.runner import Result
-from threadlab.study.apps import last_json_object, stderr_line
 from threadlab.study.engine import Job, allowed_cpus, drive, interleaved_jobs, new_seed
 
 STUDY = "multiprog"
@@ -373,14 +372,47 @@ class _Child:
 
     def instance(self) -> Instance:
         assert self.watched.ended is not None
-        data = last_json_object(self.stdout_path.read_text(errors="replace"))
+        data = instance_data(self.stdout_path.read_text(errors="replace"))
         status, rusage = self.watched.status, self.watched.rusage
         return Instance(
             turnaround_s=self.watched.ended - self.started, exit_status=status,
             verified=status == 0 and data.get("verified") is True, data=data,
             voluntary=int(rusage.ru_nvcsw), involuntary=int(rusage.ru_nivcsw),
-            stderr=stderr_line(self.stderr_path.read_text(errors="replace")),
+            stderr=process.last_line(self.stderr_path.read_text(errors="replace")),
         )
+
+
+def instance_data(stdout: str) -> dict[str, Any]:
+    """What an instance's record says (threadlab-npb --run, the native
+    protocol), as the cell keeps it: the kernel, its time, its
+    verification, the team sizes its regions got ({size: count}), whether
+    the shim managed it; {} when its last line is no valid record."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    try:
+        record = schema.parse_record_line(lines[-1]) if lines else None
+    except schema.RecordError:
+        record = None
+    if record is None:
+        return {}
+    extra = record["extra"]
+    check = next((c for c in record["checks"] if c["name"] == "verified"), {"ok": False, "detail": "no verification"})
+    teams = {}
+    for part in str(extra.get("teams") or "").split(","):
+        size, _, count = part.partition(":")
+        if size.isdigit() and count.isdigit():
+            teams[int(size)] = int(count)
+    regions = extra.get("regions")
+    return {
+        **extra,
+        "kernel": record["benchmark"].removeprefix(BENCHMARK_PREFIX),
+        "verified": check["ok"],
+        "error": check.get("value"),
+        "detail": check["detail"],
+        "time_s": record["samples"][0] if record["samples"] else None,
+        "teams": teams,
+        "regions": int(regions) if isinstance(regions, (int, float)) else None,
+        "managed": {"yes": True, "no": False}.get(str(extra.get("managed"))),
+    }
 
 
 def _instance_problem(instance: Instance) -> tuple[str, str] | None:
@@ -401,7 +433,7 @@ def run_experiment(plan: Plan, cell: Cell, stop: StopRequest) -> Experiment | No
     """Runs the cell's workload once: a private manager first for rm; the
     instances started together (or staggered); every one waited for, or
     killed at the timeout.  None when a stop was requested meanwhile."""
-    argv = [str(plan.program), cell.app, "--size", plan.size]
+    argv = [str(plan.program), "--run", BENCHMARK_PREFIX + cell.app, "--param", f"size={plan.size}"]
     work = Path(tempfile.mkdtemp(prefix="threadlab-multiprog-"))
     children: list[_Child] = []
     manager: rm.Manager | None = None
@@ -614,7 +646,8 @@ def dry_run_lines(plan: Plan) -> Iterable[str]:
             keys = ("LD_PRELOAD", "OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_DYNAMIC", "GOMP_SPINCOUNT")
             env = " ".join(f"{k}={launch.env[k]}" for k in keys if k in launch.env)
             cpus = f"taskset -c {rm.cpu_list(launch.affinity)} " if launch.affinity is not None else ""
-            shown.append(f"{env} {cpus}{shlex.join([str(plan.program), cell.app, '--size', plan.size])}")
+            argv = [str(plan.program), "--run", BENCHMARK_PREFIX + cell.app, "--param", f"size={plan.size}"]
+            shown.append(f"{env} {cpus}{shlex.join(argv)}")
         more = f"  (+{len(starts) - 2} more)" if len(starts) > 2 else ""
         manager = (f"# threadlab-rm --policy {plan.policy} --quantum-ms {plan.quantum_ms} "
                    f"--cpus {rm.cpu_list(plan.cpus[: cell.cpus])} --owner {os.getpid()}\n"

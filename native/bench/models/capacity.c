@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models.h"
+#include "suite.h"
 #include "threadlab/resident.h"
 #include "threadlab/summary.h"
 

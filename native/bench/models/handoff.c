@@ -21,7 +21,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "models.h"
+#include "suite.h"
 
 enum { MAIN = 0, PARTNER = 1 };
 

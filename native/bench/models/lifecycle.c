@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models.h"
+#include "suite.h"
 
 /* A thread that ends at once, after counting itself. */
 typedef struct {

@@ -1,7 +1,7 @@
 /* main.c - threadlab-bench-models-MODEL: the benchmarks of
  * docs/thread-models.md on one thread model (the one linked in: see
  * threadlab/model.h), in the models suite of `threadlab bench`. */
-#include "models.h"
+#include "suite.h"
 
 #if defined(__SANITIZE_THREAD__)
 /* The Figure 1 mutex ping-pong locks a mutex while holding others in an

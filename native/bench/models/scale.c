@@ -21,7 +21,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "models.h"
+#include "suite.h"
 
 #define TASK_SHARE 0.75
 #define TASK_RESERVE 512.0

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models.h"
+#include "suite.h"
 
 typedef struct {
     unsigned sleep_ms;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models.h"
+#include "suite.h"
 
 int tl_models_run(tl_ctx *ctx, int (*body)(tl_ctx *))
 {

@@ -67,7 +67,7 @@ def test_default_design_is_platform_by_affinity_plus_arch_and_priority() -> None
     scenarios = apps.expand_design(apps.parse_design(apps.DEFAULT_DESIGN), levels)
     labels = [s.label for s in scenarios]
     assert labels[0] == "pthread 64-bit normal os"  # the baseline first
-    assert len(scenarios) == len(set(scenarios)) == 8 + 4 + 5
+    assert len(scenarios) == len(set(scenarios)) == 10 + 5 + 5
     assert "gomp 64-bit normal pinned" in labels and "c11 32-bit normal os" in labels
     assert "pthread 64-bit fifo os" in labels and "gomp 64-bit fifo os" not in labels
     assert all(s.arch == "64" for s in scenarios if s.priority != "normal")
@@ -75,10 +75,10 @@ def test_default_design_is_platform_by_affinity_plus_arch_and_priority() -> None
 
 def test_design_forms() -> None:
     levels = {f: list(v) for f, v in apps.DEFAULT_LEVELS.items()}
-    assert len(apps.expand_design(apps.parse_design("all"), levels)) == 4 * 2 * 6 * 2
+    assert len(apps.expand_design(apps.parse_design("all"), levels)) == 5 * 2 * 6 * 2
     assert [s.label for s in apps.expand_design(apps.parse_design("none"), levels)] == ["pthread 64-bit normal os"]
     crossed = apps.expand_design(apps.parse_design("platform*priority"), levels)
-    assert len(crossed) == 4 * 6
+    assert len(crossed) == 5 * 6
     # Blocks overlap in the baseline: it appears once.
     assert len(apps.expand_design(apps.parse_design("arch,affinity"), levels)) == 3
     for bad, words in (("platform*nothing", "unknown factor 'nothing'"), ("arch*arch", "appears twice"),
@@ -380,7 +380,7 @@ def test_study_apps_dry_run_and_exit_status(fake_apps: Path, run_cli: RunCli, mo
     assert "# scenario 1: pthread 64-bit normal os" in out
     assert "--run study.apps.mips --placement unbound --param threads=1 --param size=4000 --param priority=normal" in out
     assert "# unsupported: mips llvmomp 32-bit normal os threads=1: no 32-bit LLVM libomp (fake)" in out
-    assert "17 scenarios" in err
+    assert "20 scenarios" in err
     monkeypatch.setenv("FAKE_APP_MODE", "pi=wrong")
     code, _, err = run_cli("study", "apps", "--runs", "1", "--factors", "none", "--kernels", "pi,mips", "--quiet")
     assert code == 1  # a wrong result fails the study

@@ -141,6 +141,9 @@ def test_pinning_places_each_worker_on_its_cpu() -> None:
         threads = min(2, NCPUS)
         code, data, err = point(program, "pi", threads, pin=True)
         assert code == 0, err
+        if program.name.startswith("threadlab-app-ult"):  # the runtime binds its VPs, not its threads
+            assert data and data["status"] == "unsupported" and "cannot pin a worker" in data["reason"]
+            continue
         assert data and data["pinned"] and data["placement_ok"] and data["cpus"] == cpus[:threads]
         assert data["cpus_end"] == ",".join(map(str, cpus[:threads]))
 
@@ -238,9 +241,7 @@ def test_quick_study_end_to_end(db_path: Path) -> None:
     records = stored_records(db_path)
     assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []
     times = [r for r in records if r["metric"] == "time"]
-    programs = apps.discover_programs(REAL_NATIVE_DIR)
-    kinds = 17 if (programs.path("ult", programs.native_arch) is None) else 17 + 2
-    assert len(times) == kinds * 4 * NCPUS
+    assert len(times) == 20 * 4 * NCPUS  # scenarios x kernels x thread counts
     assert {r["benchmark"] for r in times} == {f"study.apps.{k}" for k in KERNELS}
     ok = [r for r in times if r["status"] == "ok"]
     assert ok and all(r["summary"]["n"] == apps.QUICK_RUNS for r in ok)

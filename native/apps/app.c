@@ -537,7 +537,7 @@ int main(int argc, char **argv)
     }
     double t1 = now_s();
     if (rc != 0)
-        return not_run(&o, "failed", reason);
+        return not_run(&o, rc > 0 ? "unsupported" : "failed", reason);
 
     /* What the workers saw. */
     unsigned ran = 0, placed = 0, prioritized = 0;

@@ -18,6 +18,7 @@
 #ifndef THREADLAB_ULT_INTERNAL_H
 #define THREADLAB_ULT_INTERNAL_H
 
+#include "threadlab/compiler.h"
 #include "threadlab/ult.h"
 
 #include <pthread.h>
@@ -58,11 +59,13 @@
 #endif
 #endif
 
-#define TL_CACHE_LINE 64
-#define TL_ALIGNED __attribute__((aligned(TL_CACHE_LINE)))
+/* The shared compiler guards are threadlab/compiler.h's (TL_CACHE_LINE,
+ * TL_NOINLINE, tl_cpu_relax: one definition each); these are the library's
+ * own spellings of two of them. */
+#define TL_ALIGNED TL_ALIGNED_CACHE_LINE
+#define tl_relax tl_cpu_relax
 #define TL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TL_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define TL_NOINLINE __attribute__((noinline))
 #define TL_HIDDEN __attribute__((visibility("hidden")))
 #define TL_COLD __attribute__((cold, noinline))
 
@@ -72,16 +75,6 @@
 #define ACQREL memory_order_acq_rel
 #define SEQ memory_order_seq_cst
 
-static inline void tl_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield" ::: "memory");
-#else
-    __asm__ volatile("" ::: "memory");
-#endif
-}
 
 /* Increment of a counter written only by its owner and read by others:
  * relaxed load + store, no locked instruction. */

@@ -2,7 +2,7 @@
  * threadlab/apps.h - the application kernels of `threadlab study apps`
  * (seed 000): MIPS, MFLOPS, Leibniz pi and the trapezoid integral, each
  * split over T workers by one work split, run by one small platform layer
- * per thread platform (pthreads, C11 threads, OpenMP; later threadlab's
+ * per thread platform (pthreads, C11 threads, OpenMP, threadlab's
  * user-level threads), verified on every run.
  *
  * The pieces, and who provides them:
@@ -11,22 +11,26 @@
  *   tl_app_worker()       worker.c: what every worker thread runs (the
  *                         platforms call it, whatever they are)
  *   tl_app_platform_run() platform_<name>.c: start the workers, wait for them
- *   main                  app.c: command line, timing, verification, JSON
+ *   main                  app.c: command line, timing, verification, the record
  *
- * Adding a platform (e.g. `ult`, once libthreadlab-ult lands) is one file,
- * platform_ult.c, defining tl_app_platform_name, tl_app_platform_runtime()
- * and tl_app_platform_run(), plus one line in native/apps/CMakeLists.txt
- * (look for "EXTENSION POINT"). The Python side picks the program up by its
- * name, threadlab-app-ult. See docs/study.md.
+ * Adding a platform is one file, platform_NAME.c, defining
+ * tl_app_platform_name, tl_app_platform_runtime() and tl_app_platform_run(),
+ * plus a threadlab_app(NAME ...) line in native/apps/CMakeLists.txt and its
+ * name in the study's PLATFORMS (python/threadlab/study/apps.py). The
+ * front end picks the program up by its name, threadlab-app-NAME. See
+ * docs/study.md.
  *
  * None of this needs hwloc or the timing core, so that the kernels also
- * build as 32-bit programs (-m32) on a 64-bit machine.
+ * build as 32-bit programs (-m32) on a 64-bit machine; the records are
+ * written by libthreadlab-record, built for both.
  */
 #ifndef THREADLAB_APPS_H
 #define THREADLAB_APPS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "threadlab/compiler.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -113,7 +117,7 @@ typedef struct {
     int policy, nice;         /* the worker thread's scheduling, as it ran */
     int pin_error;            /* errno of pinning itself, 0 = fine */
     int ran;                  /* 1 once the worker finished */
-} __attribute__((aligned(64))) tl_app_slot;
+} TL_ALIGNED_CACHE_LINE tl_app_slot;
 
 typedef struct {
     const tl_app_kernel *kernel;
@@ -133,7 +137,7 @@ int tl_app_pin_self(int cpu);
 
 /* ---------------------------------------------------------- a platform */
 
-/* The platform's name ("pthread", "c11", "gomp", "llvmomp", later "ult"). */
+/* The platform's name ("pthread", "c11", "gomp", "llvmomp", "ult"). */
 extern const char tl_app_platform_name[];
 
 /* The runtime that really runs the threads, found at run time (e.g. which
@@ -141,7 +145,9 @@ extern const char tl_app_platform_name[];
 const char *tl_app_platform_runtime(void);
 
 /* Runs job->workers workers, each calling tl_app_worker(job, t, ...), and
- * returns when all have finished.  Returns 0, or -1 with a message in err. */
+ * returns when all have finished.  Returns 0; -1 with a message in err
+ * when the platform failed; 1 with the reason in err when it cannot do
+ * what the job asks here (the run is unsupported, not failed). */
 int tl_app_platform_run(tl_app_job *job, char *err, size_t errlen);
 
 #ifdef __cplusplus

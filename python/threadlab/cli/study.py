@@ -54,7 +54,7 @@ def register(commands: Any, common: ArgumentParser) -> None:
                    "affinity) crossed with '*', the others at their baseline (first level); 'all' crosses "
                    f"everything, 'none' is the baseline alone (default {apps.DEFAULT_DESIGN})")
     for factor, levels, default in (
-        ("platform", apps.PLATFORMS, ",".join(apps.DEFAULT_PLATFORMS) + " (and ult once built)"),
+        ("platform", apps.PLATFORMS, ",".join(apps.PLATFORMS)),
         ("arch", apps.ARCHS, ",".join(apps.ARCHS)),
         ("priority", apps.PRIORITIES + ("nice:N", "fifo:P", "rr:P"), ",".join(apps.PRIORITIES)),
         ("affinity", apps.AFFINITIES, ",".join(apps.AFFINITIES)),

@@ -47,13 +47,11 @@ BENCHMARK_PREFIX = "study.apps."
 KERNELS: tuple[str, ...] = ("mips", "mflops", "pi", "trapezoid")
 FACTORS: tuple[str, ...] = ("platform", "arch", "priority", "affinity")
 PLATFORMS: tuple[str, ...] = ("pthread", "c11", "gomp", "llvmomp", "ult")
-# ult joins the default platforms as soon as its program is built.
-DEFAULT_PLATFORMS: tuple[str, ...] = ("pthread", "c11", "gomp", "llvmomp")
 ARCHS: tuple[str, ...] = ("64", "32")
 PRIORITIES: tuple[str, ...] = ("normal", "nice-20", "fifo", "rr", "batch", "idle")
 AFFINITIES: tuple[str, ...] = ("os", "pinned")
 DEFAULT_LEVELS: dict[str, tuple[str, ...]] = {
-    "platform": DEFAULT_PLATFORMS, "arch": ARCHS, "priority": PRIORITIES, "affinity": AFFINITIES,
+    "platform": PLATFORMS, "arch": ARCHS, "priority": PRIORITIES, "affinity": AFFINITIES,
 }
 # Each block varies its factors together (crossed); the others stay at
 # their baseline, the first level.  The union of the blocks is the design.
@@ -235,10 +233,6 @@ class Programs:
         name = program_name(platform, arch, self.native_arch)
         where = f" in {self.directory}" if self.directory else ""
         return self.reasons.get((platform, arch), f"{name} was not built (no such program{where})")
-
-    @property
-    def built_platforms(self) -> set[str]:
-        return {platform for platform, _ in self.paths}
 
 
 def _executable(path: Path) -> bool:
@@ -497,9 +491,6 @@ def make_plan(
         given = (levels or {}).get(factor)
         if given:
             chosen[factor] = list(given)
-        elif factor == "platform":
-            extra = [p for p in PLATFORMS if p not in DEFAULT_PLATFORMS and p in programs.built_platforms]
-            chosen[factor] = list(DEFAULT_PLATFORMS) + extra
         else:
             chosen[factor] = list(DEFAULT_LEVELS[factor])
     blocks = parse_design(design)

@@ -1,6 +1,8 @@
 """The shape of the code (docs/architecture.md): no import circles in the
 Python package, the command line on top of everything and its commands
-independent of its root, one place that finds native programs."""
+independent of its root, one place that finds native programs; no include
+circles among the timing core's files, native tests registered in one
+place, one JSON writer."""
 
 from __future__ import annotations
 
@@ -121,5 +123,44 @@ def test_native_programs_are_found_in_one_place() -> None:
     pattern = re.compile(r"environ[^\n]*THREADLAB_NATIVE_DIR|NATIVE_DIR_ENV|search_dirs\(|\"build\" / \"bin\"")
     offenders = [f"{path.relative_to(REPO)}:{number}"
                  for path in PACKAGE.rglob("*.py") if path.name != "discovery.py"
+                 for number, line in enumerate(path.read_text().splitlines(), start=1) if pattern.search(line)]
+    assert offenders == []
+
+
+# ------------------------------------------------------------------ native
+
+CORE = REPO / "native" / "core"
+PUBLIC = REPO / "native" / "include"
+
+
+def _includes(path: Path) -> set[Path]:
+    found = set()
+    for name in re.findall(r'^\s*#\s*include\s+"([^"]+)"', path.read_text(), re.M):
+        for base in (path.parent, PUBLIC):
+            if (base / name).is_file():
+                found.add((base / name).resolve())
+                break
+    return found
+
+
+def test_no_include_circles_among_the_core_files() -> None:
+    files = [*CORE.glob("*.[ch]"), *PUBLIC.glob("threadlab/*.h")]
+    graph = {str(path.resolve()): {str(p) for p in _includes(path)} for path in files}
+    assert _circles(graph) == []
+
+
+def test_native_tests_are_registered_in_one_place() -> None:
+    """Every ctest test is added in native/tests/CMakeLists.txt."""
+    registered = {path.relative_to(REPO).as_posix() for path in (REPO / "native").rglob("CMakeLists.txt")
+                  if re.search(r"^\s*add_test\s*\(", path.read_text(), re.M)}
+    assert registered == {"native/tests/CMakeLists.txt"}
+
+
+def test_no_native_program_writes_json_by_hand() -> None:
+    """Every JSON object a native program prints goes through
+    libthreadlab-json (threadlab/json.h): no printf of a quoted key."""
+    pattern = re.compile(r'printf\([^;]*\\"[A-Za-z_]+\\"\s*:')
+    offenders = [f"{path.relative_to(REPO)}:{number}"
+                 for path in (REPO / "native").rglob("*.[ch]")
                  for number, line in enumerate(path.read_text().splitlines(), start=1) if pattern.search(line)]
     assert offenders == []

@@ -56,10 +56,21 @@ def test_summary_from_samples() -> None:
         stats.summarize([])
 
 
-def test_record_summary_uses_samples_not_the_producers_numbers() -> None:
+def test_the_summary_is_the_front_ends_made_once_and_read() -> None:
+    """A producer's summary that disagrees with its samples is refused when
+    the record is accepted; an accepted record carries the front end's
+    summary, which readers read as it is."""
+    from threadlab.records import schema
+
     record = measured("x.y", [1.0, 2.0, 3.0])
     record["summary"]["mean"] = 99.0  # a producer's wrong summary does not reach the table
-    assert stats.record_summary(record).mean == pytest.approx(2.0)
+    with pytest.raises(schema.RecordError, match="summary.mean"):
+        schema.validate_record(record)
+    record["summary"]["mean"] = 2.0000000001  # within the producer's 10 digits: accepted, and replaced
+    accepted = schema.validate_record(record)
+    assert accepted["summary"] == stats.summarize([1.0, 2.0, 3.0]).as_dict()
+    accepted["summary"]["median"] = 42.0  # what is stored is what is read: nothing recomputes it
+    assert stats.record_summary(accepted).median == 42.0
     derived = make_record(samples=[], summary={"n": 1, "mean": 7.0, "sd": None, "rsd": None, "se": None,
                                                "rse": None, "median": 7.0, "min": 7.0, "max": 7.0},
                           derived={"formula": "o_s + o_r"})

@@ -1,10 +1,12 @@
 """Statistics of raw timings: the one module every command computes with.
 
-The front end recomputes every statistic from the record's raw samples
-instead of trusting the producer's summary, so every producer (C, JVM, Go)
-is summarised the same way; schema.py checks that the two agree.
+A record's summary is computed once, by summarize(), when the record is
+accepted (records.schema.validate_record: the producer's, checked against
+it, is replaced by it), so every producer (C, JVM, Go) is summarised the
+same way; the store keeps it and every reader reads it (record_summary).
 
-- summarize(): the summary the results table and the store need.
+- summarize(): the summary of raw samples.
+- record_summary(): a stored record's summary, read.
 - describe(): the full description of one sample: mean with its Student t
   interval, median with its distribution-free (order-statistic) interval,
   interquartile mean, MAD, outliers by modified z-score (counted, never
@@ -80,11 +82,9 @@ def summarize(samples: Sequence[float]) -> Summary:
 
 
 def record_summary(record: Mapping[str, Any]) -> Summary | None:
-    """Summary of a record: from its samples, or the producer's summary for a
-    derived record (no samples of its own); None when nothing was measured."""
-    samples = record.get("samples") or []
-    if samples:
-        return summarize(samples)
+    """The summary a record carries (the front end's, made when the record
+    was accepted; a derived record's producer's), read, not recomputed;
+    None when nothing was measured."""
     given = record.get("summary")
     if record.get("status") != "ok" or not given:
         return None

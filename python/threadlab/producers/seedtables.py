@@ -74,9 +74,13 @@ def seed_tables(records: Sequence[Mapping[str, Any]]) -> list[SeedTable]:
         table = tables.setdefault(key, SeedTable(record["benchmark"], title, dict(others),
                                                  seed_ratio=platform[0] / virtual[0]))
         values = _seconds(record)
-        summary = stats.summarize(values)
+        summary = stats.record_summary(record)  # stored with the record; in its unit
+        if summary is None:
+            continue
+        second = to_ns(1.0, record["unit"]) / 1e9
         table.cells = [c for c in table.cells if c.model != record["model"]]  # a later run's point wins
-        table.cells.append(Cell(record["model"], record["params"].get("count"), summary.n, summary.mean, summary.sd,
+        table.cells.append(Cell(record["model"], record["params"].get("count"), summary.n, summary.mean * second,
+                                summary.sd * second if summary.sd is not None else None,
                                 record["extra"].get("scaled_from")))
         samples[(key, record["model"])] = values
     for key, table in tables.items():

@@ -1,9 +1,22 @@
-"""Validation of data-point records against the record format.
+"""Validation of data-point records against the record format, and the
+one place a stored record's summary is made (docs/record-schema.md, "The
+summary").
 
 The format is schema/record-1.json (JSON Schema draft 2020-12), the contract
 between every producer and the front end.  On top of it come the checks a
 JSON Schema cannot express: the summary agrees with the raw samples, an ok
 point has a summary, an unsupported or failed point says why.
+
+A record is accepted (validate_record, parse_record_line) on its way into
+threadlab: from a program's stdout, a study's cells, an imported file.
+There the front end computes the summary of its raw samples once
+(stats.summarize): the producer's mean, median, minimum and maximum must
+agree with it within a relative 1e-6 (producers print 10 significant
+digits), and the accepted record carries the front end's whole summary,
+at full precision.  That
+is the summary the store keeps and every reader reads
+(stats.record_summary); nothing recomputes it.  A derived record (no
+samples) keeps its producer's.
 
 Every problem is reported as "field 'PATH': what is wrong", so a producer's
 author can find it at once.
@@ -90,8 +103,9 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=_RELATIVE_TOLERANCE, abs_tol=_ABSOLUTE_TOLERANCE)
 
 
-def _semantic_problems(record: Mapping[str, Any]) -> list[str]:
-    """Rules between fields; the record is already structurally valid."""
+def _semantic_problems(record: Mapping[str, Any]) -> tuple[list[str], dict[str, Any] | None]:
+    """Rules between fields (the record is already structurally valid), and
+    the summary of its samples when it has some and agrees with them."""
     problems: list[str] = []
     status = record["status"]
     samples = record["samples"]
@@ -101,7 +115,7 @@ def _semantic_problems(record: Mapping[str, Any]) -> list[str]:
             problems.append(f"field 'reason': a {status} record must say why (got {record['reason']!r})")
         if samples:
             problems.append(f"field 'samples': a {status} record carries no samples")
-        return problems
+        return problems, None
     # status == "ok"
     if summary is None:
         problems.append("field 'summary': an ok record needs a summary")
@@ -110,29 +124,40 @@ def _semantic_problems(record: Mapping[str, Any]) -> list[str]:
     if not samples:
         if record["derived"] is None:
             problems.append("field 'samples': an ok record needs samples, or a 'derived' formula")
-        return problems
+        return problems, None
     if record["iterations"] is None:
         problems.append("field 'iterations': a measured record says how many iterations each timing ran")
     if summary is None:
-        return problems
+        return problems, None
     if summary["n"] != len(samples):
         problems.append(f"field 'summary.n': {summary['n']} but there are {len(samples)} samples")
-        return problems
+        return problems, None
     computed = stats.summarize(samples)
+    # The location of the samples must agree; their spread (sd, se and the
+    # relative ones) is the front end's alone: from samples printed with 10
+    # digits, a spread far below the mean cannot be recomputed to the
+    # producer's digits.
     for key in ("mean", "median", "min", "max"):
         if not _close(float(summary[key]), getattr(computed, key)):
             problems.append(
                 f"field 'summary.{key}': {summary[key]} but the samples give {getattr(computed, key):.10g}"
             )
-    return problems
+    return problems, (computed.as_dict() if not problems else None)
 
 
 def record_problems(record: Any) -> list[str]:
     """Every problem of a record (empty when it is valid), most relevant first."""
+    return _check(record)[0]
+
+
+def _check(record: Any) -> tuple[list[str], dict[str, Any] | None]:
+    """The record's problems, and the front end's summary of its samples
+    when it is valid and has some."""
     if isinstance(record, dict) and isinstance(record.get("schema"), str) and record["schema"] != RECORD_SCHEMA_ID:
         # A version this reader does not know: say so rather than list the
         # differences of an unknown format.
-        return [f"field 'schema': record format {record['schema']!r} is not one this threadlab reads ({RECORD_SCHEMA_ID})"]
+        return [f"field 'schema': record format {record['schema']!r} is not one this threadlab reads "
+                f"({RECORD_SCHEMA_ID})"], None
     errors = list(_validator().iter_errors(record))
     if errors:
         # best_match of a single error descends into oneOf alternatives, so
@@ -144,17 +169,19 @@ def record_problems(record: Any) -> list[str]:
         rest = [error for error in errors if error is not best]
         rest.sort(key=lambda error: list(map(str, error.absolute_path)))
         messages = [_describe(best_match([error])) for error in [best] + rest]
-        return list(dict.fromkeys(messages))
+        return list(dict.fromkeys(messages)), None
     return _semantic_problems(record)
 
 
 def validate_record(record: Any) -> dict[str, Any]:
-    """The record itself when valid; RecordError naming the first problems otherwise."""
-    problems = record_problems(record)
+    """The record accepted: itself with the front end's summary of its
+    samples (computed once, here, by the validation); RecordError naming
+    the first problems otherwise."""
+    problems, computed = _check(record)
     if problems:
         more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
         raise RecordError("; ".join(problems[:2]) + more)
-    return record
+    return {**record, "summary": computed} if computed is not None else record
 
 
 def parse_record_line(line: str) -> dict[str, Any]:

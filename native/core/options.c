@@ -17,7 +17,8 @@ static const char *const clock_names[] = {"auto", "tsc", "monotonic_raw", NULL};
  * indexes into its choices. */
 const tl_option_def tl_option_defs[] = {
     {"rule", "--rule", "R", TL_OPTION_CHOICE, 0, 0, 0, 0, rule_names, "",
-     "stopping rule: rsd (relative standard deviation, the seed's) or rse (relative standard error, SKaMPI's)", ""},
+     "stopping rule: rsd (relative standard deviation, the Pthreads benchmark suite's criterion) or rse "
+     "(relative standard error, SKaMPI's)", ""},
     {"target", "--target", "F", TL_OPTION_NUMBER, 1e-6, 1.0, 0.05, 0.05, NULL, "",
      "stop a point when the rule's spread is at most F", "the relative spread that ends a point, e.g. 0.05"},
     {"warmup", "--warmup", "N", TL_OPTION_INTEGER, 0, 1000, 2, 1, NULL, "",

@@ -160,7 +160,10 @@ class PointComparison:
 
 
 @dataclass
-class Summary:
+class PairTotals:
+    """The last row of a pair: the geometric mean of the time ratios and the
+    count of each verdict (not stats.Summary, the summary of a sample)."""
+
     geometric_mean: float | None  # of the time ratios (slowdowns) of the compared points
     points: int  # how many entered the geometric mean
     counts: dict[str, int]
@@ -181,7 +184,7 @@ class PairComparison:
     dimension: str | None = None
 
     @property
-    def summary(self) -> Summary:
+    def totals(self) -> PairTotals:
         slowdowns = [p.slowdown for p in self.points if p.compared and p.slowdown is not None]
         counts: dict[str, int] = {}
         for point in self.points:
@@ -189,7 +192,7 @@ class PairComparison:
             counts[word] = counts.get(word, 0) + 1
         order = [w for pair in _WORDS.values() for w in pair] + [NO_DIFFERENCE, "not tested", "not compared"]
         ordered = dict(sorted(counts.items(), key=lambda item: order.index(item[0]) if item[0] in order else 99))
-        return Summary(stats.geometric_mean(slowdowns), len(slowdowns), ordered)
+        return PairTotals(stats.geometric_mean(slowdowns), len(slowdowns), ordered)
 
     def regressions(self, percent: float) -> list[PointComparison]:
         """Points significantly worse in B by more than `percent`."""
@@ -555,7 +558,7 @@ def headers(pair: PairComparison) -> list[tuple[str, str]]:
 
 
 def summary_row(pair: PairComparison, width: int) -> list[str]:
-    summary = pair.summary
+    summary = pair.totals
     gm = summary.geometric_mean
     cells = [""] * width
     cells[0] = f"geometric mean ({summary.points} point{'s' if summary.points != 1 else ''})"
@@ -576,7 +579,7 @@ def title(pair: PairComparison) -> str:
 
 
 def _summary_legend(pair: PairComparison) -> str | None:
-    summary = pair.summary
+    summary = pair.totals
     if summary.geometric_mean is None:
         return None
     gm = summary.geometric_mean
@@ -712,7 +715,7 @@ def pair_csv(pairs: Sequence[PairComparison]) -> str:
 
 def pair_json_lines(pair: PairComparison) -> list[str]:
     lines = [json.dumps(point.as_dict(pair.a, pair.b)) for point in pair.points]
-    summary = pair.summary
+    summary = pair.totals
     lines.append(json.dumps({
         "kind": "summary", "a": pair.a.label, "b": pair.b.label, "alpha": pair.alpha, "test": pair.test,
         "adjust": pair.adjust, "dimension": pair.dimension, "geometric_mean": summary.geometric_mean,

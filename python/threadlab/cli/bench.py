@@ -114,7 +114,7 @@ def register(commands: Any, common: ArgumentParser) -> None:
         bench.add_argument("--" + name.replace("_", "-"), type=_NativeValue(name), help=_NativeHelp(name))
     bench.add_argument(
         "--iterations", type=number("--iterations", int, 1, 100000), metavar="N",
-        help="jvm and go suites: measured iterations per point, 1..100000 (default 30, the seed's; 5 with --quick)",
+        help="jvm and go suites: measured iterations per point, 1..100000 (default 30, as in de Souto's JMH study of Java threads; 5 with --quick)",
     )
     bench.add_argument(
         "--forks", type=number("--forks", int, 0, 100), metavar="N",

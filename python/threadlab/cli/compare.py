@@ -40,7 +40,7 @@ def register(commands: Any, common: ArgumentParser) -> None:
     comp.add_argument("--alpha", type=number("--alpha", float, 0.0001, 0.5, "the significance level"), default=0.05,
                       metavar="A", help="significance level of the tests; intervals are 1-A (default 0.05)")
     comp.add_argument("--test", type=choice("--test", stats.TESTS), default="welch", metavar="TEST",
-                      help="the test that decides the verdict: welch (the seeds') or mann-whitney (default welch; "
+                      help="the test that decides the verdict: welch (Welch's t-test, as in the papers this tool reproduces) or mann-whitney (default welch; "
                       "both p-values are shown)")
     comp.add_argument("--adjust", type=choice("--adjust", stats.ADJUSTMENTS), default="none", metavar="METHOD",
                       help="adjust p-values for many comparisons: none, holm or bh (default none)")

@@ -37,7 +37,7 @@ def register(commands: Any, common: ArgumentParser) -> None:
     parents = [where]
 
     manager = commands.add_parser(
-        "rm", help="the resource manager of OpenMP programs: start, stop, status, set (seed 004)",
+        "rm", help="the resource manager of OpenMP programs: start, stop, status, set (after Barekas et al., A Multiprogramming Aware OpenMP Implementation)",
         description="threadlab-rm shares the CPUs among concurrently running OpenMP programs: every quantum it "
         "divides the CPUs among the programs registered in its shared-memory arena, and each program, run with "
         "`threadlab omp run`, sizes every parallel region to its share.",
@@ -135,7 +135,7 @@ def _add_policy_and_quantum(parser: argparse.ArgumentParser, when: str, quantum_
     shown = f" (default {rm.DAEMON_DEFAULT_POLICY})" if when == "start" else ""
     parser.add_argument("--policy", type=_policy, metavar="P",
                         help=f"the scheduling policy: {rm.policy_choices()}{shown}")
-    shown = f" (default {quantum_default}; the seed used 120)" if quantum_default else ""
+    shown = f" (default {quantum_default}; Barekas et al. used 120)" if quantum_default else ""
     parser.add_argument("--quantum-ms", type=number("--quantum-ms", int, rm.QUANTUM_MS_MIN, rm.QUANTUM_MS_MAX),
                         metavar="N", default=quantum_default,
                         help=f"the scheduling quantum in ms, {rm.QUANTUM_MS_MIN}..{rm.QUANTUM_MS_MAX}{shown}")

@@ -25,14 +25,16 @@ def register(commands: Any, common: ArgumentParser) -> None:
     study = commands.add_parser(
         "study", parents=[common], help="run a study: a matrix of scenarios, many runs each (apps, multiprog)",
         description="Run a study: an experiment over a matrix of scenarios, stored as a run.",
-        epilog="Studies: apps (seed 000: four multithreaded kernels over thread platforms, architectures, "
-        "priorities and affinities); multiprog (seed 004: several OpenMP programs at once, under the resource "
+        epilog="Studies: apps (after de Sá et al., A Comparative Study of Multithreaded Applications Performance in "
+        "Different Scenarios: four multithreaded kernels over thread platforms, architectures, "
+        "priorities and affinities); multiprog (after Barekas et al., A Multiprogramming "
+        "Aware OpenMP Implementation: several OpenMP programs at once, under the resource "
         "manager and under libgomp's own settings). See docs/commands/study.md.",
     )
     study.set_defaults(handler=_no_study)
     studies = study.add_subparsers(dest="study", metavar="STUDY", parser_class=ArgumentParser)
     a = studies.add_parser(
-        "apps", parents=[common], help="four multithreaded kernels over a matrix of scenarios (seed 000)",
+        "apps", parents=[common], help="four multithreaded kernels over a matrix of scenarios (after de Sá et al.)",
         description="MIPS, MFLOPS, Leibniz pi and the trapezoid integral, each run as its own process many times "
         "per scenario (thread platform x architecture x priority x affinity) and thread count, all runs in a "
         "seeded random order. Prints speedup tables with 95% confidence intervals, times and rates, and the "
@@ -47,7 +49,7 @@ def register(commands: Any, common: ArgumentParser) -> None:
                    help="thread counts, e.g. 1,2,4 or 1-8; more than the CPUs shows oversubscription "
                    "(default: 1 to the number of CPUs this process may use)")
     a.add_argument("--runs", type=number("--runs", int, 1, 100000), metavar="N",
-                   help=f"runs per scenario and thread count, 1..100000 (default {apps.DEFAULT_RUNS}, the seed's; "
+                   help=f"runs per scenario and thread count, 1..100000 (default {apps.DEFAULT_RUNS}, as in de Sá et al.'s study; "
                    f"{apps.QUICK_RUNS} with --quick)")
     a.add_argument("--factors", type=_design, metavar="SPEC",
                    help="the design: blocks separated by ',', the factors of a block (platform, arch, priority, "
@@ -64,7 +66,7 @@ def register(commands: Any, common: ArgumentParser) -> None:
                        f"{', '.join(levels)} (default {default})")
     a.add_argument("--quick", action="store_true",
                    help=f"small sizes and {apps.QUICK_RUNS} runs (under a minute on two CPUs)")
-    a.add_argument("--paper", action="store_true", help="the seed's sizes (1e10 MIPS operations, 1e8 MFLOPS "
+    a.add_argument("--paper", action="store_true", help="the sizes of de Sá et al.'s paper (1e10 MIPS operations, 1e8 MFLOPS "
                    "operations, 1e9 pi terms, 1e8 trapezoids): long")
     a.add_argument("--size", type=apps.parse_sizes, metavar="K=N,...",
                    help="problem sizes of some kernels, e.g. mips=4e8,pi=1e8 (MIPS and MFLOPS: a multiple of 4)")
@@ -77,7 +79,7 @@ def register(commands: Any, common: ArgumentParser) -> None:
 
 def _add_multiprog(studies: Any, common: ArgumentParser) -> None:
     m = studies.add_parser(
-        "multiprog", parents=[common], help="OpenMP programs sharing the CPUs: the manager against libgomp (seed 004)",
+        "multiprog", parents=[common], help="OpenMP programs sharing the CPUs: the manager against libgomp (after Barekas et al.)",
         description="Workloads of k instances of one NAS-like OpenMP kernel (threadlab-npb: ep, cg, mg, sp), "
         "started at once (or --stagger'ed), each asking for every CPU, under five baselines: rm (threadlab-rm, a "
         "private manager per experiment, and the libgomp shim), gomp (plain libgomp defaults), passive "
@@ -85,7 +87,7 @@ def _add_multiprog(studies: Any, common: ArgumentParser) -> None:
         "CPUs, OMP_NUM_THREADS = its size); plus dedicated runs of one instance on 1..N CPUs (rm and gomp). "
         "Measures each instance's turnaround (start to exit), context switches and team sizes, and each "
         "workload's maximum turnaround and makespan; every instance must verify its result. All experiments run "
-        "in a seeded random order. Prints the seed's Table 1 (dedicated) and Table 2 (mean turnaround per "
+        "in a seeded random order. Prints Barekas et al.'s Table 1 (dedicated) and Table 2 (mean turnaround per "
         "baseline and degree, 95% CI across runs), the ratios to gomp and the slowdowns; stores the run "
         "(show, compare and report work on it; report draws the log-scale turnaround figure).",
         epilog="exit status: 0 every instance verified, 1 an experiment failed or an instance did not verify, "
@@ -96,12 +98,12 @@ def _add_multiprog(studies: Any, common: ArgumentParser) -> None:
                    help=f"kernels, comma-separated from {', '.join(multiprog.APPS)} (default: all)")
     m.add_argument("--degree", type=multiprog.parse_degrees, metavar="LIST",
                    help=f"multiprogramming degrees (instances at once), 1..{multiprog.MAX_DEGREE}, e.g. 1,2,4,8 or "
-                   f"1-4 (default {','.join(map(str, multiprog.DEFAULT_DEGREES))}, the seed's; "
+                   f"1-4 (default {','.join(map(str, multiprog.DEFAULT_DEGREES))}, as in Barekas et al.; "
                    f"{','.join(map(str, multiprog.QUICK_DEGREES))} with --quick)")
     m.add_argument("--baselines", type=multiprog.parse_baselines, metavar="LIST",
                    help=f"baselines, comma-separated from {', '.join(multiprog.BASELINES)} (default: all)")
     m.add_argument("--runs", type=number("--runs", int, 1, 1000), metavar="N",
-                   help=f"experiments per cell, 1..1000 (default {multiprog.DEFAULT_RUNS}, the seed's; "
+                   help=f"experiments per cell, 1..1000 (default {multiprog.DEFAULT_RUNS}, as in Barekas et al.; "
                    f"{multiprog.QUICK_RUNS} with --quick)")
     m.add_argument("--stagger", type=number("--stagger", float, 0, multiprog.MAX_STAGGER_S, "seconds"),
                    metavar="SECONDS", help="start instance i at i x SECONDS instead of all at once (default 0)")
@@ -111,9 +113,9 @@ def _add_multiprog(studies: Any, common: ArgumentParser) -> None:
     m.add_argument("--no-dedicated", action="store_true", help="skip the dedicated runs (Table 1)")
     m.add_argument("--policy", type=_rm_policy, metavar="P",
                    help=f"the manager's policy under rm: {', '.join(rm_policies())} (default "
-                   f"{multiprog.DEFAULT_POLICY}, the seed's time-sharing space sharing)")
+                   f"{multiprog.DEFAULT_POLICY}, Barekas et al.'s time-sharing dynamic space sharing)")
     m.add_argument("--quantum-ms", type=number("--quantum-ms", int, 1, 60000, "milliseconds"), metavar="MS",
-                   help=f"the manager's quantum (default {multiprog.DEFAULT_QUANTUM_MS}; the seed used 120)")
+                   help=f"the manager's quantum (default {multiprog.DEFAULT_QUANTUM_MS}; Barekas et al. used 120)")
     m.add_argument("--quick", action="store_true",
                    help=f"size {multiprog.QUICK_SIZE}, degrees {','.join(map(str, multiprog.QUICK_DEGREES))}, "
                    f"{multiprog.QUICK_RUNS} runs (well under a minute on two CPUs)")

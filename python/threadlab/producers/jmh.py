@@ -166,7 +166,7 @@ BENCHMARKS: tuple[JvmBenchmark, ...] = (
         params=(
             _count("100000", "10000", "threads per sample (all alive at once; scaled down to the machine's limits)"),
             Param("sleep_ms", "each sleep, in milliseconds", ("100",), ("100",), _positive_int(60_000), "an integer from 1 to 60000"),
-            Param("joined", "whether the joins are measured (no: the seed's protocol)", ("no", "yes"), ("no",), _one_of("no", "yes"), "no or yes"),
+            Param("joined", "whether the joins are measured (no: the protocol of de Souto's study)", ("no", "yes"), ("no",), _one_of("no", "yes"), "no or yes"),
         ),
         alive_at_once=_count_of,
     ),

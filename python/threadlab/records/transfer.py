@@ -231,13 +231,14 @@ class ImportPlan:
     source: str = ""  # the file's name as given ('<stdin>' for -)
 
 
-class ImportError_(UserError):  # noqa: N801 - not the builtin ImportError
-    pass
+class ImportRefused(UserError):
+    """A file `threadlab import` refuses (the line and the reason); nothing
+    of it is written."""
 
 
-def _refuse(source: str, line: int | None, reason: str) -> ImportError_:
+def _refuse(source: str, line: int | None, reason: str) -> ImportRefused:
     where = f"{source}: line {line}: " if line else f"{source}: "
-    return ImportError_(f"import {where}{reason}; nothing was imported")
+    return ImportRefused(f"import {where}{reason}; nothing was imported")
 
 
 def _bare_points(records: Sequence[Mapping[str, Any]]) -> list[int]:

@@ -495,7 +495,7 @@ def multiprog_section(maker: FigureMaker, run: RunInfo, records: Sequence[Mappin
                                          f"{app}: mean turnaround per degree", lines, linear, maker.out_dir)
         rendered.caption = (f"{run.label}: mean turnaround of the instances of k simultaneous instances, each "
                             "asking for every CPU, per baseline, with the 95% Student t interval across experiments; "
-                            "log time axis (as the seed's Fig. 3); dashed: k × the dedicated time.")
+                            "log time axis (as Barekas et al.'s Fig. 3); dashed: k × the dedicated time.")
         parts.append(maker.html(rendered))
     return "".join(parts)
 

@@ -482,7 +482,7 @@ def make_plan(
     (those that cannot run here marked unsupported with the reason), and
     the runs in their interleaved order."""
     if quick and paper:
-        raise UserError("--quick and --paper exclude each other (quick: small sizes; paper: the seed's sizes)")
+        raise UserError("--quick and --paper exclude each other (quick: small sizes; paper: the sizes of de Sá et al.'s paper)")
     cpus = list(cpus) if cpus is not None else allowed_cpus()
     threads = list(threads) if threads else list(range(1, len(cpus) + 1))
     runs = runs or (QUICK_RUNS if quick else DEFAULT_RUNS)

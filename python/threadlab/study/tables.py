@@ -244,7 +244,7 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
     console.print(Text(title, style="bold"))
     console.print()
     _print(
-        console, "Scenarios (the seed's Table I)",
+        console, "Scenarios (de Sá et al.'s Table I)",
         [("#", "right"), ("platform", "left"), ("architecture", "left"), ("priority", "left"),
          ("affinity", "left"), ("runtime", "left")],
         [[str(data.numbers[s]), s[0], f"{s[1]}-bit", s[2], s[3], data.runtimes.get(s, "—")] for s in data.scenarios],
@@ -300,7 +300,7 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
             rows.append(row)
         _print(
             console,
-            "Effect of priority (the seed's Table VI): change of the mean time against the same scenario at "
+            "Effect of priority (de Sá et al.'s Table VI): change of the mean time against the same scenario at "
             "normal priority [95% interval], Welch's p (*: significant at 5% after Holm's adjustment over the table)",
             [("scenario vs normal", "left"), ("threads", "right")] + [(k, "right") for k in data.kernels],
             rows, notes.texts,

@@ -5,16 +5,21 @@ the real suites are exercised in test_jvm.py and test_go.py)."""
 from __future__ import annotations
 
 import json
+import runpy
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import stored_records
+from conftest import FIXTURES, stored_records
 from threadlab.native import discovery
 from threadlab.native import protocol as native
 from threadlab.native.protocol import PointOptions
+
+# The options table the C programs state (as the fake benchmark program
+# prints it): only the primitives program here answers --options.
+FAKE_OPTIONS = runpy.run_path(str(FIXTURES / "fake_bench.py"))["OPTIONS"]
 
 # One fake program per suite; the jvm one offers threads.start for two
 # models (as the real launchers do), the go one the same name again.
@@ -38,6 +43,11 @@ if "--list" in argv:
             print(json.dumps(entry(name, model)))
 elif "--env" in argv:
     print(json.dumps({{"suite": SUITE}}))
+elif "--options" in argv and SUITE == "primitives":
+    for option in {options!r}:
+        print(json.dumps(option))
+elif "--options" in argv:
+    sys.exit(2)
 else:
     name = argv[argv.index("--run") + 1]
     params = {{"count": "100"}}
@@ -70,7 +80,8 @@ def suites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         ("threadlab-bench-go", "go", ["goroutine"]),
     ):
         program = directory / name
-        program.write_text(f"#!{sys.executable}\n" + FAKE.format(suite=suite, models=models, log=str(log)))
+        program.write_text(f"#!{sys.executable}\n" + FAKE.format(suite=suite, models=models, log=str(log),
+                                                                options=FAKE_OPTIONS))
         program.chmod(0o755)
     monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(directory))
     return tmp_path

@@ -10,20 +10,11 @@ import org.openjdk.jmh.annotations.*;
  * channel), {@code handoffs} one-way handoffs per measurement (the launcher
  * divides).  Every received number is checked.
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Warmup(iterations = 1)
-@Measurement(iterations = 30)
-@Fork(1)
-public class ChannelPingPong {
-    @Param({"platform"})
-    public String model;
-
+public class ChannelPingPong extends ModelBenchmark {
     @Param({"20000"})
     public int handoffs;
 
-    private Thread.Builder builder;
     private SynchronousQueue<Integer> there;
     private SynchronousQueue<Integer> back;
     private Thread ping;
@@ -32,7 +23,6 @@ public class ChannelPingPong {
 
     @Setup(Level.Trial)
     public void setup() {
-        builder = Models.builder(model);
         if (handoffs < 2 || handoffs % 2 != 0) {
             throw new IllegalArgumentException("handoffs " + handoffs + ": expected an even number >= 2");
         }

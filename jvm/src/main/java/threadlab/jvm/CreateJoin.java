@@ -11,27 +11,13 @@ import org.openjdk.jmh.annotations.*;
  * once per measurement), so a virtual thread's join parks a virtual thread
  * rather than JMH's platform thread.
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Warmup(iterations = 1)
-@Measurement(iterations = 30)
-@Fork(1)
-public class CreateJoin {
-    @Param({"platform"})
-    public String model;
-
+public class CreateJoin extends ModelBenchmark {
     @Param({"2000"})
     public int ops;
 
-    private Thread.Builder builder;
     private Thread driver;
     private volatile Throwable failure;
-
-    @Setup(Level.Trial)
-    public void setup() {
-        builder = Models.builder(model);
-    }
 
     private void loop() {
         Thread.Builder b = builder;

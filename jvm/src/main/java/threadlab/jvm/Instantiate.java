@@ -9,25 +9,11 @@ import org.openjdk.jmh.infra.Blackhole;
  * objects without starting them, each consumed by a Blackhole so the
  * allocation cannot be eliminated.
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.SECONDS)
-@Warmup(iterations = 1)
-@Measurement(iterations = 30)
-@Fork(1)
-public class Instantiate {
-    @Param({"platform"})
-    public String model;
-
+public class Instantiate extends ModelBenchmark {
     @Param({"100000"})
     public int count;
 
-    private Thread.Builder builder;
-
-    @Setup(Level.Trial)
-    public void setup() {
-        builder = Models.builder(model);
-    }
 
     @Benchmark
     public void run(Blackhole bh) {

@@ -19,16 +19,8 @@ import org.openjdk.jmh.annotations.*;
  * JDK, so yes against no shows what pinning costs.  For platform threads
  * the same construct is a control (one upcall per thread).
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Warmup(iterations = 1)
-@Measurement(iterations = 30)
-@Fork(1)
-public class LockContended {
-    @Param({"platform"})
-    public String model;
-
+public class LockContended extends ModelBenchmark {
     @Param({"reentrant"})
     public String lock;
 
@@ -41,7 +33,6 @@ public class LockContended {
     @Param({"200000"})
     public int ops;
 
-    private Thread.Builder builder;
     private final ReentrantLock reentrant = new ReentrantLock();
     private final Object monitor = new Object();
     private long counter;
@@ -49,7 +40,6 @@ public class LockContended {
 
     @Setup(Level.Trial)
     public void setup() {
-        builder = Models.builder(model);
         if (!lock.equals("reentrant") && !lock.equals("synchronized")) {
             throw new IllegalArgumentException("lock " + lock + ": expected reentrant or synchronized");
         }

@@ -13,27 +13,17 @@ import org.openjdk.jmh.annotations.*;
  * started and joined inside the measurement: two starts and joins, against
  * tens of thousands of handoffs.
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Warmup(iterations = 1)
-@Measurement(iterations = 30)
-@Fork(1)
-public class ParkPingPong {
-    @Param({"platform"})
-    public String model;
-
+public class ParkPingPong extends ModelBenchmark {
     @Param({"20000"})
     public int handoffs;
 
-    private Thread.Builder builder;
     private volatile int seq;
     private volatile Thread ping;
     private volatile Thread pong;
 
     @Setup(Level.Trial)
     public void setup() {
-        builder = Models.builder(model);
         if (handoffs < 2 || handoffs % 2 != 0) {
             throw new IllegalArgumentException("handoffs " + handoffs + ": expected an even number >= 2");
         }

@@ -11,16 +11,8 @@ import org.openjdk.jmh.annotations.*;
  * outside the measurement; with {@code joined=yes} the measurement ends
  * when the last one has been joined.
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.SECONDS)
-@Warmup(iterations = 1)
-@Measurement(iterations = 30)
-@Fork(1)
-public class SleepYield {
-    @Param({"platform"})
-    public String model;
-
+public class SleepYield extends ModelBenchmark {
     @Param({"100000"})
     public int count;
 
@@ -30,13 +22,11 @@ public class SleepYield {
     @Param({"no"})
     public String joined;
 
-    private Thread.Builder builder;
     private Thread[] threads;
     private boolean join;
 
     @Setup(Level.Trial)
     public void setup() {
-        builder = Models.builder(model);
         join = switch (joined) {
             case "yes" -> true;
             case "no" -> false;

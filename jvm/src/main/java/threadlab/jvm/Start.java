@@ -8,26 +8,12 @@ import org.openjdk.jmh.annotations.*;
  * that end at once.  Joining them is clean-up, in the iteration's tear-down,
  * outside the measurement.
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.SECONDS)
-@Warmup(iterations = 1)
-@Measurement(iterations = 30)
-@Fork(1)
-public class Start {
-    @Param({"platform"})
-    public String model;
-
+public class Start extends ModelBenchmark {
     @Param({"100000"})
     public int count;
 
-    private Thread.Builder builder;
     private Thread[] threads;
-
-    @Setup(Level.Trial)
-    public void setup() {
-        builder = Models.builder(model);
-    }
 
     @Setup(Level.Iteration)
     public void allocate() {

@@ -8,26 +8,12 @@ import org.openjdk.jmh.annotations.*;
  * nothing are created before the measurement (kept in an array, as the
  * seed's list); the measurement starts each, then joins each.
  */
-@State(Scope.Thread)
-@BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.SECONDS)
-@Warmup(iterations = 1)
-@Measurement(iterations = 30)
-@Fork(1)
-public class StartJoin {
-    @Param({"platform"})
-    public String model;
-
+public class StartJoin extends ModelBenchmark {
     @Param({"10000"})
     public int count;
 
-    private Thread.Builder builder;
     private Thread[] threads;
-
-    @Setup(Level.Trial)
-    public void setup() {
-        builder = Models.builder(model);
-    }
 
     @Setup(Level.Iteration)
     public void create() {

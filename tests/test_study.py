@@ -296,8 +296,8 @@ def test_tables_render_every_section(fake_apps: Path) -> None:
     out = io.StringIO()
     tables.render(make_console(out), _records(plan), title="Study")
     text = out.getvalue()
-    for expected in ("Scenarios (the seed's Table I)", "Speedup of pi (1e+03 terms) over 1 thread",
-                     "Time and rate of pi", "Effect of priority (the seed's Table VI)", "2 pthread idle vs 1",
+    for expected in ("Scenarios (de Sá et al.'s Table I)", "Speedup of pi (1e+03 terms) over 1 thread",
+                     "Time and rate of pi", "Effect of priority (de Sá et al.'s Table VI)", "2 pthread idle vs 1",
                      "FAILED"):
         assert expected in text, expected
     assert f"{0.105 / 0.055:.3f} [" in text  # the speedup with its interval
@@ -368,7 +368,7 @@ def test_study_apps_end_to_end_with_fake_programs(fake_apps: Path, run_cli: RunC
     run = json.loads(out.splitlines()[0])
     assert run["name"] == "fake-study" and run["status"] == "complete"
     code, out, _ = run_cli("show", "fake-study")
-    assert code == 0 and "Scenarios (the seed's Table I)" in out and "Speedup of trapezoid" in out
+    assert code == 0 and "Scenarios (de Sá et al.'s Table I)" in out and "Speedup of trapezoid" in out
     code, out, _ = run_cli("study", "apps", "--runs", "2", "--factors", "none", "--kernels", "pi", "--json")
     rows = [json.loads(line) for line in out.splitlines()]
     assert [(r["kernel"], r["platform"], r["threads"]) for r in rows] == [("pi", "pthread", 2)]

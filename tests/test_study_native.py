@@ -249,7 +249,7 @@ def test_quick_study_end_to_end(db_path: Path) -> None:
     assert [r for r in times if r["status"] == "failed"] == []
     unsupported = [r for r in times if r["status"] == "unsupported"]
     assert all(r["reason"] for r in unsupported)
-    for text in ("Scenarios (the seed's Table I)", "Speedup of mips", "Speedup of trapezoid", "Time and rate of pi"):
+    for text in ("Scenarios (de Sá et al.'s Table I)", "Speedup of mips", "Speedup of trapezoid", "Time and rate of pi"):
         assert text in done.stdout
     if NCPUS >= 2:
         assert "Effect of priority" in done.stdout

@@ -61,7 +61,7 @@ static void mflops_verdict(const tl_app_operands *ops, const tl_app_partial *par
 
 const tl_app_kernel tl_app_kernel_mflops = {
     .name = "mflops",
-    .summary = "double +, -, *, / in equal share (seed 000's MFLOPS)",
+    .summary = "double +, -, *, / in equal share (de Sá et al.'s MFLOPS)",
     .size_unit = "operations",
     .rate_unit = "Mflop/s",
     .quantity = "floating-point operations per second",

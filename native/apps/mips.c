@@ -60,7 +60,7 @@ static void mips_verdict(const tl_app_operands *ops, const tl_app_partial *parts
 
 const tl_app_kernel tl_app_kernel_mips = {
     .name = "mips",
-    .summary = "integer +, -, *, / in equal share on long (seed 000's MIPS)",
+    .summary = "integer +, -, *, / in equal share on long (de Sá et al.'s MIPS)",
     .size_unit = "operations",
     .rate_unit = "Mops/s",
     .quantity = "integer operations per second",

@@ -51,7 +51,7 @@ static void pi_verdict(const tl_app_operands *ops, const tl_app_partial *parts, 
 
 const tl_app_kernel tl_app_kernel_pi = {
     .name = "pi",
-    .summary = "pi by the Leibniz series, ranges of terms per thread (seed 000)",
+    .summary = "pi by the Leibniz series, ranges of terms per thread (de Sá et al.)",
     .size_unit = "terms",
     .rate_unit = "Mterms/s",
     .quantity = "series terms per second",

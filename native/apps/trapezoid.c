@@ -58,7 +58,7 @@ static void trapezoid_verdict(const tl_app_operands *ops, const tl_app_partial *
 
 const tl_app_kernel tl_app_kernel_trapezoid = {
     .name = "trapezoid",
-    .summary = "integral of x^3 + x^2 + 2x + 1 on [1, 2] by the trapezoid rule (seed 000)",
+    .summary = "integral of x^3 + x^2 + 2x + 1 on [1, 2] by the trapezoid rule (de Sá et al.)",
     .size_unit = "trapezoids",
     .rate_unit = "Mtrapezoids/s",
     .quantity = "trapezoids per second",

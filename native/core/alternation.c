@@ -15,7 +15,7 @@ const char *tl_check_yield_order(const char *value)
 {
     return strcmp(value, "serial") == 0 ? NULL
                                         : "interleaved (the protocol) or serial (self-test: one thread yields all "
-                                          "its turns before the other yields any, as the seed saw on AIX)";
+                                          "its turns before the other yields any, as the Pthreads benchmark suite saw on AIX)";
 }
 
 void tl_check_alternated(tl_ctx *ctx, const uint64_t switches[2], const uint64_t yields[2])

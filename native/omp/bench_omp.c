@@ -323,14 +323,10 @@ static const tl_param_def overhead_params[] = {
 };
 
 static const tl_bench benches[] = {
-    {.name = "omp.region.overhead",
-     .model = "openmp",
-     .summary = "what the libgomp shim of threadlab-rm adds to one parallel region (EPCC-style, managed)",
-     .quantity = "time per empty region",
-     .unit = "ns",
-     .threads = 0,
-     .params = overhead_params,
-     .run = run_overhead},
+    TL_BENCH("omp.region.overhead", "openmp",
+             "what the libgomp shim of threadlab-rm adds to one parallel region (EPCC-style, managed)",
+             "time per empty region",
+             0, 0, overhead_params, run_overhead),
     {0},
 };
 

@@ -114,23 +114,17 @@ static const tl_param_def sleep_params[] = {
      .values = count_values, .quick_values = count_quick, .check = tl_models_check_count},
     {.name = "sleep_ms", .help = "each sleep, in milliseconds (1..60000)", .values = sleep_values,
      .check = check_sleep_ms},
-    {.name = "joined", .help = "whether the joins are measured (no: the seed's protocol)", .values = joined_values,
+    {.name = "joined", .help = "whether the joins are measured (no: de Souto's protocol)", .values = joined_values,
      .quick_values = joined_quick},
     {0},
 };
 
 const tl_bench tl_models_sleep[] = {
-    {.name = "threads.sleep_yield",
-     .model = tl_model_name,
-     .summary = "start COUNT threads that each sleep SLEEP_MS, yield, sleep SLEEP_MS; joined=no: the joins are "
-                "clean-up outside the measurement (seed 003, Table 4); joined=yes: the measurement ends with the "
-                "last join",
-     .quantity = "time to start `count` sleeping threads (joined=yes: and join them all)",
-     .unit = "ns",
-     .threads = 1,
-     .placements = TL_PLACE_BIT(TL_PLACE_UNBOUND),
-     .params = sleep_params,
-     .run = run_sleep_yield,
-     .suite = TL_MODELS_SUITE},
+    TL_MODELS_BENCH("threads.sleep_yield",
+                    "start COUNT threads that each sleep SLEEP_MS, yield, sleep SLEEP_MS; joined=no: the joins are "
+                    "clean-up outside the measurement (de Souto's JMH study, Table 4); joined=yes: the measurement ends with the "
+                    "last join",
+                    "time to start `count` sleeping threads (joined=yes: and join them all)",
+                    1, TL_PLACE_BIT(TL_PLACE_UNBOUND), sleep_params, run_sleep_yield),
     {0},
 };

@@ -13,6 +13,12 @@
 
 #define TL_MODELS_SUITE "models"
 
+/* A benchmark of the suite: its model is the program's (tl_model_name)
+ * and its suite the models suite, stated here once. */
+#define TL_MODELS_BENCH(NAME, SUMMARY, QUANTITY, THREADS, PLACEMENTS, PARAMS, RUN)                         \
+    {.name = NAME, .model = tl_model_name, .suite = TL_MODELS_SUITE, .summary = SUMMARY, .quantity = QUANTITY, \
+     .threads = THREADS, .placements = PLACEMENTS, .params = PARAMS, .run = RUN}
+
 extern const tl_bench tl_models_lifecycle[]; /* lifecycle.c create_join, chain, instantiate, start, start_join */
 extern const tl_bench tl_models_handoff[];   /* handoff.c   yield, mutex and condition-variable ping-pongs */
 extern const tl_bench tl_models_sleep[];     /* sleep.c     seed 003's sleep, yield, sleep */

@@ -231,15 +231,9 @@ static const tl_param_def bar_params[] = {
 };
 
 const tl_bench mpib_barrier[] = {
-    {.name = "mpi.barrier",
-     .model = MPIB_MODEL,
-     .suite = MPIB_SUITE,
-     .summary = "barrier of every thread of every process (seed 002) against one rank per CPU",
-     .quantity = "time per barrier",
-     .unit = "ns",
-     .threads = 1,
-     .placements = MPIB_PLACES,
-     .params = bar_params,
-     .run = bar_run_point},
+    MPIB_BENCH("mpi.barrier",
+               "barrier of every thread of every process (the Pthreads benchmark suite's hybrid barrier) against one rank per CPU",
+               "time per barrier",
+               bar_params, bar_run_point),
     {0},
 };

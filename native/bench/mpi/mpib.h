@@ -21,6 +21,13 @@
  * libraries busy-poll, so ranks sharing one CPU measure its time slice. */
 #define MPIB_PLACES (TL_PLACE_BIT(TL_PLACE_UNBOUND) | TL_PLACE_BIT(TL_PLACE_DIFFERENT_CPUS))
 
+/* A benchmark of the suite: its model, suite, placements and one placed
+ * thread per rank (the slots of the rank's other threads are planned by
+ * the benchmark) are the suite's, stated here once. */
+#define MPIB_BENCH(NAME, SUMMARY, QUANTITY, PARAMS, RUN)                                               \
+    {.name = NAME, .model = MPIB_MODEL, .suite = MPIB_SUITE, .summary = SUMMARY, .quantity = QUANTITY, \
+     .threads = 1, .placements = MPIB_PLACES, .params = PARAMS, .run = RUN}
+
 extern const tl_bench mpib_barrier[];  /* barrier.c   the hybrid barrier of seed 002 */
 extern const tl_bench mpib_pingpong[]; /* pingpong.c  latency and bandwidth, size sweep */
 extern const tl_bench mpib_mt[];       /* mt.c        multithreaded latency and message rate */

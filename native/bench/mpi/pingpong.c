@@ -145,15 +145,9 @@ static const tl_param_def pp_params[] = {
 };
 
 const tl_bench mpib_pingpong[] = {
-    {.name = "mpi.pingpong",
-     .model = MPIB_MODEL,
-     .suite = MPIB_SUITE,
-     .summary = "MPI ping-pong between two ranks: one-way latency and bandwidth over message sizes",
-     .quantity = "one-way time per message (half a round trip)",
-     .unit = "ns",
-     .threads = 1,
-     .placements = MPIB_PLACES,
-     .params = pp_params,
-     .run = pp_run_point},
+    MPIB_BENCH("mpi.pingpong",
+               "MPI ping-pong between two ranks: one-way latency and bandwidth over message sizes",
+               "one-way time per message (half a round trip)",
+               pp_params, pp_run_point),
     {0},
 };

@@ -84,4 +84,11 @@ extern const char *const ompb_thread_quick[];
  * while they wait, so a team on one CPU measures its time slice. */
 #define OMPB_PLACES (TL_PLACE_BIT(TL_PLACE_UNBOUND) | TL_PLACE_BIT(TL_PLACE_DIFFERENT_CPUS))
 
+/* A benchmark of the suite: its model (the runtime), suite, placements and
+ * one placed thread (the team's others are planned by the benchmark) are
+ * the suite's, stated here once. */
+#define OMPB_BENCH(NAME, SUMMARY, QUANTITY, PARAMS, RUN)                                               \
+    {.name = NAME, .model = OMPB_MODEL, .suite = OMPB_SUITE, .summary = SUMMARY, .quantity = QUANTITY, \
+     .threads = 1, .placements = OMPB_PLACES, .params = PARAMS, .run = RUN}
+
 #endif

@@ -112,15 +112,9 @@ static const tl_param_def sched_params[] = {
 };
 
 const tl_bench ompb_sched[] = {
-    {.name = "omp.schedule",
-     .model = OMPB_MODEL,
-     .suite = OMPB_SUITE,
-     .summary = "overhead of static, dynamic and guided loop schedules over chunk sizes (EPCC schedbench)",
-     .quantity = "overhead per loop (the work subtracted)",
-     .unit = "ns",
-     .threads = 1,
-     .placements = OMPB_PLACES,
-     .params = sched_params,
-     .run = sched_run},
+    OMPB_BENCH("omp.schedule",
+               "overhead of static, dynamic and guided loop schedules over chunk sizes (EPCC schedbench)",
+               "overhead per loop (the work subtracted)",
+               sched_params, sched_run),
     {0},
 };

@@ -331,15 +331,9 @@ static const tl_param_def sync_params[] = {
 };
 
 const tl_bench ompb_sync[] = {
-    {.name = "omp.sync",
-     .model = OMPB_MODEL,
-     .suite = OMPB_SUITE,
-     .summary = "overhead of OpenMP synchronisation constructs around a 0.1 us delay (EPCC syncbench)",
-     .quantity = "overhead per construct (the delay subtracted)",
-     .unit = "ns",
-     .threads = 1,
-     .placements = OMPB_PLACES,
-     .params = sync_params,
-     .run = sync_run},
+    OMPB_BENCH("omp.sync",
+               "overhead of OpenMP synchronisation constructs around a 0.1 us delay (EPCC syncbench)",
+               "overhead per construct (the delay subtracted)",
+               sync_params, sync_run),
     {0},
 };

@@ -131,15 +131,9 @@ static const tl_param_def task_params[] = {
 };
 
 const tl_bench ompb_task[] = {
-    {.name = "omp.task",
-     .model = OMPB_MODEL,
-     .suite = OMPB_SUITE,
-     .summary = "overhead of OpenMP task creation, execution and taskwait (EPCC taskbench)",
-     .quantity = "overhead per task (the delay subtracted)",
-     .unit = "ns",
-     .threads = 1,
-     .placements = OMPB_PLACES,
-     .params = task_params,
-     .run = task_run},
+    OMPB_BENCH("omp.task",
+               "overhead of OpenMP task creation, execution and taskwait (EPCC taskbench)",
+               "overhead per task (the delay subtracted)",
+               task_params, task_run),
     {0},
 };

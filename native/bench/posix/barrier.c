@@ -143,14 +143,9 @@ static const tl_param_def barrier_params[] = {
 };
 
 const tl_bench tl_posix_barrier[] = {
-    {.name = "pthread.barrier",
-     .model = "pthread",
-     .summary = "N threads repeatedly meet at a pthread barrier",
-     .quantity = "time per barrier episode (every thread through pthread_barrier_wait)",
-     .unit = "ns",
-     .threads = 2,
-     .placements = TL_PLACES_ALL,
-     .params = barrier_params,
-     .run = run_barrier},
+    TL_BENCH("pthread.barrier", "pthread",
+             "N threads repeatedly meet at a pthread barrier",
+             "time per barrier episode (every thread through pthread_barrier_wait)",
+             2, TL_PLACES_ALL, barrier_params, run_barrier),
     {0},
 };

@@ -140,13 +140,9 @@ static int run_cancel(tl_ctx *ctx)
 }
 
 const tl_bench tl_posix_cancel[] = {
-    {.name = "pthread.cancel.latency",
-     .model = "pthread",
-     .summary = "pthread_cancel of a thread blocked in read() until pthread_join returns",
-     .quantity = "time from pthread_cancel to the return of pthread_join",
-     .unit = "ns",
-     .threads = 2,
-     .placements = TL_PLACES_ALL,
-     .run = run_cancel},
+    TL_BENCH("pthread.cancel.latency", "pthread",
+             "pthread_cancel of a thread blocked in read() until pthread_join returns",
+             "time from pthread_cancel to the return of pthread_join",
+             2, TL_PLACES_ALL, NULL, run_cancel),
     {0},
 };

@@ -19,12 +19,9 @@ static int run_empty(tl_ctx *ctx)
 }
 
 const tl_bench tl_posix_empty[] = {
-    {.name = "pthread.empty",
-     .model = "pthread",
-     .summary = "an empty iteration of the timing loop (the method's floor)",
-     .quantity = "time per empty iteration",
-     .unit = "ns",
-     .threads = 0,
-     .run = run_empty},
+    TL_BENCH("pthread.empty", "pthread",
+             "an empty iteration of the timing loop (the method's floor)",
+             "time per empty iteration",
+             0, 0, NULL, run_empty),
     {0},
 };

@@ -324,7 +324,7 @@ static int measure_or(tl_ctx *ctx, logp_state *s, const logp_mech *m)
         if (ctx->placement != TL_PLACE_DIFFERENT_CPUS) {
             logp_unmeasured(ctx, "or", m->or_quantity, 0,
                             "the receive overhead of a condition is measured only with the signaller on another "
-                            "CPU (placement different-cpus): on one CPU it measures the time slice (the seed)");
+                            "CPU (placement different-cpus): on one CPU it measures the time slice (as the Pthreads benchmark suite did)");
             return 0;
         }
         return sync_cond_continual(ctx, SYNC_COND_TIME_WAITS, "or", m->or_quantity);
@@ -451,7 +451,6 @@ const tl_bench tl_posix_logp[] = {
      .model = "pthread",
      .summary = "LogP parameters (rtt, os, or, g, L) of a thread-to-thread message through one mechanism",
      .quantity = "LogP parameter (see each record's metric)",
-     .unit = "ns",
      .threads = 2,
      .placements = TL_PLACES_ALL,
      .default_placements = TL_PLACE_BIT(TL_PLACE_DIFFERENT_CPUS) | TL_PLACE_BIT(TL_PLACE_SAME_CPU),

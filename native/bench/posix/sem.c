@@ -11,13 +11,9 @@ static int run_pingpong(tl_ctx *ctx)
 }
 
 const tl_bench tl_posix_sem[] = {
-    {.name = "pthread.sem.pingpong",
-     .model = "pthread",
-     .summary = "two threads ping-pong with two POSIX semaphores (sem_post / sem_wait)",
-     .quantity = "time per one-way handoff (a round trip counts as 2)",
-     .unit = "ns",
-     .threads = 2,
-     .placements = TL_PLACES_ALL,
-     .run = run_pingpong},
+    TL_BENCH("pthread.sem.pingpong", "pthread",
+             "two threads ping-pong with two POSIX semaphores (sem_post / sem_wait)",
+             "time per one-way handoff (a round trip counts as 2)",
+             2, TL_PLACES_ALL, NULL, run_pingpong),
     {0},
 };

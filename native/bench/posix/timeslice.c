@@ -240,14 +240,9 @@ static const tl_param_def slice_params[] = {
 };
 
 const tl_bench tl_posix_timeslice[] = {
-    {.name = "pthread.timeslice",
-     .model = "pthread",
-     .summary = "two spinning threads on one CPU: the length of a scheduler time slice",
-     .quantity = "time per time slice (total / 2M)",
-     .unit = "ns",
-     .threads = 2,
-     .placements = TL_PLACE_BIT(TL_PLACE_SAME_CPU),
-     .params = slice_params,
-     .run = run_timeslice},
+    TL_BENCH("pthread.timeslice", "pthread",
+             "two spinning threads on one CPU: the length of a scheduler time slice",
+             "time per time slice (total / 2M)",
+             2, TL_PLACE_BIT(TL_PLACE_SAME_CPU), slice_params, run_timeslice),
     {0},
 };

@@ -137,14 +137,9 @@ static const tl_param_def yield_params[] = {
 };
 
 const tl_bench tl_posix_yield[] = {
-    {.name = "pthread.yield.pingpong",
-     .model = "pthread",
-     .summary = "two threads call sched_yield in turn; alternation is verified",
-     .quantity = "time per sched_yield (one context switch when the threads alternate)",
-     .unit = "ns",
-     .threads = 2,
-     .placements = TL_PLACES_ALL,
-     .params = yield_params,
-     .run = run_pingpong},
+    TL_BENCH("pthread.yield.pingpong", "pthread",
+             "two threads call sched_yield in turn; alternation is verified",
+             "time per sched_yield (one context switch when the threads alternate)",
+             2, TL_PLACES_ALL, yield_params, run_pingpong),
     {0},
 };

@@ -77,6 +77,12 @@ typedef struct {
     const char *suite;
 } tl_bench;
 
+/* A table entry of the common kind: no unit (ns), suite (primitives) or
+ * default sweep of its own.  Other entries name their fields. */
+#define TL_BENCH(NAME, MODEL, SUMMARY, QUANTITY, THREADS, PLACEMENTS, PARAMS, RUN)                      \
+    {.name = NAME, .model = MODEL, .summary = SUMMARY, .quantity = QUANTITY, .threads = THREADS,          \
+     .placements = PLACEMENTS, .params = PARAMS, .run = RUN}
+
 /* Options of one data point (from the command line). */
 typedef struct {
     tl_stop_rule rule;

@@ -41,12 +41,11 @@ from threadlab.analysis.points import (
     varying_params,
 )
 from threadlab.output.sanitize import CsvWriter, markdown
-from threadlab.output.table import Footnotes
+from threadlab.output.table import Footnotes, print_table
 from threadlab.output.units import format_number, format_value, is_time_unit
 
 if TYPE_CHECKING:  # rich is imported when a table is printed
     from rich.console import Console
-    from rich.text import Text
 
 FORMATS = ("table", "json", "csv", "md")
 _SIZE_UNITS = {"bytes", "byte", "B", "KiB", "MiB", "GiB", "kB", "MB", "GB"}
@@ -596,33 +595,6 @@ def change_text(factor: float, slower: str = "slower", faster: str = "faster") -
     if factor <= 1 / 1.5:
         return f"B is {format_number(1 / factor)}× as fast as A"
     return f"B is {abs(factor - 1) * 100:.1f}% {slower if factor > 1 else faster}"
-
-
-def print_table(console: Console, heads: Sequence[tuple[str, str]], rows: Sequence[Sequence[Text]],
-                summary: Sequence[Text] | None = None) -> None:
-    """Every column at its natural width: numbers and verdicts are never cut
-    (on a narrow terminal the lines wrap instead)."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    all_rows = list(rows) + ([summary] if summary else [])
-    widths = [max([len(h)] + [row[i].cell_len for row in all_rows]) for i, (h, _) in enumerate(heads)]
-    table = Table(box=box.SIMPLE_HEAD)
-    for (header, justify), width in zip(heads, widths):
-        # Text(): a header may hold stored text (a variant's value), never markup.
-        table.add_column(Text(header), justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
-    for row in rows:
-        table.add_row(*row)
-    if summary:
-        table.add_section()
-        table.add_row(*summary)
-    saved = console.width
-    console.width = max(saved, sum(widths) + 3 * len(widths) + 2)
-    try:
-        console.print(table)
-    finally:
-        console.width = saved
 
 
 def render_pair(console: Console, pair: PairComparison) -> None:

@@ -375,3 +375,39 @@ def _render_context_switch(console: Console, section: ContextSwitchSection) -> N
     if section.verdict:
         style = "bold yellow" if section.verdict.startswith("DISAGREEMENT") else ""
         console.print(section.verdict, style=style, markup=False, soft_wrap=True)
+
+
+def print_table(console: Console, headers: Sequence[tuple[str, str]], rows: Sequence[Sequence[str | Text]],
+                summary: Sequence[str | Text] | None = None) -> None:
+    """A table of (header, justify) columns, every column at its natural
+    width: numbers and verdicts are never cut (on a narrow terminal the
+    lines wrap instead).  Cells are Text or plain text (never markup: they
+    hold stored text); summary, when given, is a last row set apart."""
+    from rich import box
+    from rich.cells import cell_len
+    from rich.table import Table
+    from rich.text import Text
+
+    def text(cell: str | Text) -> Text:
+        return cell if isinstance(cell, Text) else Text(cell)
+
+    body = [[text(cell) for cell in row] for row in rows]
+    last = [text(cell) for cell in summary] if summary else None
+    every = body + ([last] if last else [])
+    widths = [max([cell_len(h)] + [row[i].cell_len for row in every]) for i, (h, _) in enumerate(headers)]
+    table = Table(box=box.SIMPLE_HEAD)
+    for (header, justify), width in zip(headers, widths):
+        # Text(): a header may hold stored text (a variant's value), never markup.
+        table.add_column(Text(header), justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+    for row in body:
+        table.add_row(*row)
+    if last:
+        table.add_section()
+        table.add_row(*last)
+    saved = console.width
+    console.width = max(saved, sum(widths) + 3 * len(widths) + 2)
+    try:
+        console.print(table)
+    finally:
+        console.width = saved
+

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from threadlab import vocabulary
-from threadlab.analysis import stats
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.native import discovery, process
 from threadlab.native.process import StopRequest, exit_text
@@ -37,7 +36,7 @@ from threadlab.records import schema
 from threadlab.records.record import new_record
 from threadlab.run.progress import JobProgress
 from threadlab.run.runner import Result
-from threadlab.study.engine import Job, allowed_cpus, drive, interleaved_jobs, new_seed
+from threadlab.study.engine import Job, allowed_cpus, cell_record, drive, interleaved_jobs, new_seed
 
 STUDY = "apps"
 APP_PREFIX = discovery.APP_PREFIX
@@ -768,20 +767,11 @@ def cell_records(cell: Cell, plan: Plan) -> list[dict[str, Any]]:
         record = _base_record(cell, plan, metric, unit, quantity)
         if cell.unsupported:
             record.update(status="unsupported", reason=cell.unsupported)
-        elif not samples:
-            record.update(status="failed", reason=cell.failures[0] if cell.failures else "no run completed",
-                          checks=_checks(cell) if cell.runs_done else [])
-        else:
-            clean = [float(v) for v in samples]
-            record.update(
-                clock=clock,
-                iterations=1,
-                samples=clean,
-                summary=stats.summarize(clean).as_dict(),
-                stop=vocabulary.fixed_stop(plan.runs, sum(cell.walls)),
-                checks=_checks(cell),
-            )
-        records.append(schema.validate_record(record))
+            records.append(schema.validate_record(record))
+            continue
+        records.append(cell_record(record, samples, clock=clock, runs=plan.runs, elapsed_s=sum(cell.walls),
+                                   checks=lambda: _checks(cell), failures=cell.failures, runs_done=cell.runs_done,
+                                   nothing="no run completed"))
     return records
 
 

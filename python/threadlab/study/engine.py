@@ -24,7 +24,10 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
+from threadlab import vocabulary
+from threadlab.analysis import stats
 from threadlab.native.process import StopRequest
+from threadlab.records import schema
 from threadlab.run.progress import JobProgress
 from threadlab.run.runner import Result
 
@@ -135,6 +138,23 @@ def drive(
             if not cell.emitted and (cell.runs_done or unsupported(cell)):
                 emit(cell)
     return Result(records, stop.signal, done)
+
+
+def cell_record(record: dict[str, Any], samples: Sequence[float], *, clock: str, runs: int, elapsed_s: float,
+                checks: Callable[[], list[dict[str, Any]]], failures: Sequence[str], runs_done: int,
+                nothing: str) -> dict[str, Any]:
+    """A cell's record of one metric, accepted (records.schema): measured
+    (one sample per run, a fixed number of runs) when it has samples, else
+    failed with the first failure (`nothing` when no run failed but none
+    completed).  record: new_record()'s, with the cell's identity."""
+    if not samples:
+        record.update(status="failed", reason=failures[0] if failures else nothing,
+                      checks=checks() if runs_done else [])
+    else:
+        values = [float(v) for v in samples]
+        record.update(clock=clock, iterations=1, samples=values, summary=stats.summarize(values).as_dict(),
+                      stop=vocabulary.fixed_stop(runs, elapsed_s), checks=checks())
+    return schema.validate_record(record)
 
 
 def main_records(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

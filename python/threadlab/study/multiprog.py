@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from threadlab import vocabulary
-from threadlab.analysis import stats
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.native import discovery, process, rm
 from threadlab.native.process import StopRequest
@@ -43,7 +42,7 @@ from threadlab.records import schema
 from threadlab.records.record import new_record
 from threadlab.run.progress import JobProgress
 from threadlab.run.runner import Result
-from threadlab.study.engine import Job, allowed_cpus, drive, interleaved_jobs, new_seed
+from threadlab.study.engine import Job, allowed_cpus, cell_record, drive, interleaved_jobs, new_seed
 
 STUDY = "multiprog"
 PROGRAM = "threadlab-npb"
@@ -612,21 +611,14 @@ def cell_records(cell: Cell, plan: Plan) -> list[dict[str, Any]]:
     records = []
     specs = DEDICATED_METRICS if cell.dedicated else METRICS
     for metric, (unit, quantity, attribute) in specs.items():
-        samples = [float(v) for v in getattr(cell, attribute)]
         record = new_record(
             BENCHMARK_PREFIX + cell.app, cell.baseline, metric=metric, params=_params(cell, plan),
             placement="unbound", cpus=[], unit=unit, quantity=quantity, extra=_extra(cell, plan),
         )
-        if not samples:
-            record.update(status="failed", reason=cell.failures[0] if cell.failures else "no experiment completed",
-                          checks=_checks(cell) if cell.runs_done else [])
-        else:
-            record.update(
-                clock="monotonic", iterations=1, samples=samples, summary=stats.summarize(samples).as_dict(),
-                stop=vocabulary.fixed_stop(plan.runs, sum(cell.makespan)),
-                checks=_checks(cell),
-            )
-        records.append(schema.validate_record(record))
+        records.append(cell_record(record, getattr(cell, attribute), clock="monotonic", runs=plan.runs,
+                                   elapsed_s=sum(cell.makespan), checks=lambda: _checks(cell),
+                                   failures=cell.failures, runs_done=cell.runs_done,
+                                   nothing="no experiment completed"))
     return records
 
 

@@ -18,19 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from rich import box
-from rich.cells import cell_len
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from threadlab.analysis import stats
-from threadlab.study.apps import BENCHMARK_PREFIX, FACTORS, KERNELS, AFFINITY_OF
 from threadlab.output.table import Footnotes
-from threadlab.output.units import format_number, is_time_unit, scale_time, to_ns
+from threadlab.study.apps import AFFINITY_OF, BENCHMARK_PREFIX, FACTORS, KERNELS
+from threadlab.study.cells import marks, mean_cell, print_titled, speedup_cell
 
 ALPHA = 0.05
-_PADDING = 2
 
 ScenarioKey = tuple[str, str, str, str]  # platform, arch, priority, affinity
 
@@ -97,71 +93,6 @@ def collect(records: Sequence[Mapping[str, Any]]) -> StudyData:
     return data
 
 
-# ------------------------------------------------------------------ cells
-
-
-def _marks(records: Sequence[Mapping[str, Any] | None], notes: Footnotes) -> str:
-    """'!' and a note for each failed check of the records behind a cell."""
-    text = ""
-    for record in records:
-        for check in (record or {}).get("checks", []):
-            if not check["ok"]:
-                text += " !" + notes.ref(f"{record['benchmark']} {record['model']}: check {check['name']} failed: "
-                                         f"{check['detail']}")
-    return text
-
-
-def _missing(record: Mapping[str, Any] | None, notes: Footnotes) -> str | None:
-    """The text of a cell that has no measurement, else None."""
-    if record is None:
-        return ""
-    if record["status"] == "unsupported":
-        return "n/a " + notes.ref(f"unsupported: {record['reason']}")
-    if record["status"] == "failed":
-        return "FAILED " + notes.ref(f"failed: {record['reason']}")
-    return None
-
-
-def _interval_text(mean: float, interval: stats.Interval | None, unit: str) -> str:
-    """'101 ms [100, 102]': the interval in the mean's scale."""
-    if is_time_unit(unit):
-        scaled, shown = scale_time(to_ns(mean, unit))
-        factor = scaled / mean if mean else 1.0
-    else:
-        scaled, shown, factor = mean, unit, 1.0
-    text = f"{format_number(scaled)} {shown}"
-    if interval is not None:
-        text += f" [{format_number(interval.low * factor)}, {format_number(interval.high * factor)}]"
-    return text
-
-
-def speedup_cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None, notes: Footnotes,
-                 per: float = 1.0) -> str:
-    """mean(base) / mean(other) / per, with its Fieller interval."""
-    for record in (base, other):
-        missing = _missing(record, notes)
-        if missing is not None:
-            return missing
-    assert base is not None and other is not None
-    ratio, interval = stats.ratio_of_means(base["samples"], other["samples"])
-    if ratio is None:
-        return "—"
-    text = f"{ratio / per:.3f}"
-    if interval is not None:
-        text += f" [{interval.low / per:.3f}, {interval.high / per:.3f}]"
-    return text + _marks([base, other], notes)
-
-
-def mean_cell(record: Mapping[str, Any] | None, notes: Footnotes) -> str:
-    missing = _missing(record, notes)
-    if missing is not None:
-        return missing
-    assert record is not None
-    samples = record["samples"]
-    mean = float(sum(samples) / len(samples))
-    return _interval_text(mean, stats.mean_ci(samples), record["unit"]) + _marks([record], notes)
-
-
 @dataclass
 class Effect:
     ratio: float | None
@@ -200,31 +131,6 @@ def _percent(value: float) -> str:
     return f"{(value - 1) * 100:+.1f}"
 
 
-# ---------------------------------------------------------------- printing
-
-
-def _print(console: Console, title: str, headers: Sequence[tuple[str, str]], rows: Sequence[Sequence[str]],
-           notes: Sequence[str] = ()) -> None:
-    console.print(Text(title, style="bold"))
-    widths = [max([cell_len(h)] + [cell_len(r[i]) for r in rows]) for i, (h, _) in enumerate(headers)]
-    needed = sum(widths) + _PADDING * len(headers) + 2
-    table = Table(box=box.SIMPLE_HEAD)
-    for (header, justify), width in zip(headers, widths):
-        table.add_column(Text(header), justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
-    for row in rows:
-        table.add_row(*(Text(cell) for cell in row))
-    width = console.width
-    console.width = max(width, needed)  # the numbers are never cut
-    try:
-        console.print(table)
-    finally:
-        console.width = width
-    for number, text in enumerate(notes, start=1):
-        console.print(f"  [{number}] {text}", markup=False, soft_wrap=True)
-    if notes:
-        console.print()
-
-
 def _kernel_title(data: StudyData, kernel: str) -> str:
     for (metric, name, _, _), record in data.records.items():
         if name == kernel and metric == "time":
@@ -243,7 +149,7 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
         return
     console.print(Text(title, style="bold"))
     console.print()
-    _print(
+    print_titled(
         console, "Scenarios (de Sá et al.'s Table I)",
         [("#", "right"), ("platform", "left"), ("architecture", "left"), ("priority", "left"),
          ("affinity", "left"), ("runtime", "left")],
@@ -256,7 +162,7 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
         if 1 in data.threads and more:
             rows = [[data.label(s)] + [speedup_cell(data.get("time", kernel, s, 1), data.get("time", kernel, s, t), notes)
                                        for t in more] for s in data.scenarios]
-            _print(console,
+            print_titled(console,
                    f"Speedup of {_kernel_title(data, kernel)} over 1 thread: mean time ratio [95% Fieller interval]",
                    [("scenario", "left")] + [(f"{t} threads", "right") for t in more], rows, notes.texts)
         elif not more:
@@ -273,7 +179,7 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
             for t in data.threads:
                 row += [mean_cell(data.get("time", kernel, s, t), notes), mean_cell(data.get("rate", kernel, s, t), notes)]
             rows.append(row)
-        _print(console, f"Time and rate of {_kernel_title(data, kernel)}: mean [95% interval]", headers, rows,
+        print_titled(console, f"Time and rate of {_kernel_title(data, kernel)}: mean [95% interval]", headers, rows,
                notes.texts)
         console.print()
     effects = priority_effects(data)
@@ -296,9 +202,9 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
                 if cell.p is not None:
                     holm = next(adjusted)
                     text += f" p={cell.p:.2g}" + ("*" if holm < ALPHA else "")
-                row.append(text + _marks(list(cell.records), notes))
+                row.append(text + marks(list(cell.records), notes))
             rows.append(row)
-        _print(
+        print_titled(
             console,
             "Effect of priority (de Sá et al.'s Table VI): change of the mean time against the same scenario at "
             "normal priority [95% interval], Welch's p (*: significant at 5% after Holm's adjustment over the table)",

@@ -24,7 +24,7 @@ from rich.text import Text
 
 from threadlab.analysis import stats
 from threadlab.study.multiprog import APPS, BASELINES, BENCHMARK_PREFIX
-from threadlab.study.tables import _print, mean_cell, speedup_cell
+from threadlab.study.cells import mean_cell, print_titled as _print, speedup_cell
 from threadlab.output.table import Footnotes
 
 Key = tuple[str, str, str, int]  # metric, kernel, baseline, degree (dedicated: CPUs)

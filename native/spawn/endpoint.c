@@ -8,6 +8,7 @@
  * memory is a spurious one, which every wait below tolerates. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,13 +116,36 @@ static int may_spin(void)
                                 (long)tlsp_cfg.affinity_cpus;
 }
 
+/* One step of a busy wait.  Every so often it yields: on a machine with
+ * more runnable threads than CPUs, the thread that will end the wait may
+ * be waiting for this very CPU. */
+static inline void spin_step(unsigned i)
+{
+    if ((i & 255u) == 255u)
+        sched_yield();
+    else
+        tl_cpu_relax();
+}
+
+int tlsp_spin_until_changed(_Atomic uint32_t *word, uint32_t seen)
+{
+    if (!may_spin())
+        return 0;
+    for (unsigned i = 0; i < tlsp_cfg.spin; i++) {
+        spin_step(i);
+        if (atomic_load_explicit(word, memory_order_acquire) != seen)
+            return 1;
+    }
+    return 0;
+}
+
 void tlsp_req_wait(tlsp_req *r)
 {
     if (tlsp_req_done(r))
         return;
     if (may_spin())
         for (unsigned i = 0; i < tlsp_cfg.spin; i++) {
-            tl_cpu_relax();
+            spin_step(i);
             if (tlsp_req_done(r))
                 return;
         }

@@ -106,6 +106,7 @@ struct tlsp_endpoint {
     tlsp_msg *unexp_head;     /* messages no posted receive took, in arrival order */
     tlsp_msg **unexp_tail;
     _Atomic uint32_t arrivals; /* futex word of a probing owner */
+    _Atomic uint32_t queued;  /* +1 at every message queued: what a probing owner spins on */
     int probing;              /* under lock: the owner sleeps in MPI_Probe */
     _Atomic int refs;         /* its thread (while alive) + comm memberships */
     tlsp_task *task;          /* NULL for a thread that is no task */
@@ -174,6 +175,9 @@ void tlsp_req_complete(tlsp_req *r);
 int tlsp_req_done(const tlsp_req *r);
 /* Blocks until done: spins a little, then sleeps on r->state. */
 void tlsp_req_wait(tlsp_req *r);
+/* Spins (when spinning helps, see tlsp_cfg.spin) until *word differs from
+ * seen; 1 when it did, 0 when the spin ran out. */
+int tlsp_spin_until_changed(_Atomic uint32_t *word, uint32_t seen);
 
 /* A request the program holds a handle of (Isend/Irecv). */
 tlsp_req *tlsp_req_alloc(int kind, const tlsp_view *view);

@@ -54,10 +54,19 @@ static void rm_attach(void)
     pthread_mutex_unlock(&rm.lock);
 }
 
+TLSP_EXPORT int tl_spawn_set_max_threads(long n)
+{
+    if (n < 0)
+        return -1;
+    __atomic_store_n(&tlsp_cfg.limit, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&tlsp_cfg.limit_mode, TLSP_LIMIT_NUMBER, __ATOMIC_RELEASE);
+    return 0;
+}
+
 long tlsp_limit_now(void)
 {
-    if (tlsp_cfg.limit_mode == TLSP_LIMIT_NUMBER)
-        return tlsp_cfg.limit;
+    if (__atomic_load_n(&tlsp_cfg.limit_mode, __ATOMIC_ACQUIRE) == TLSP_LIMIT_NUMBER)
+        return __atomic_load_n(&tlsp_cfg.limit, __ATOMIC_RELAXED);
     if (!__atomic_load_n(&rm.tried, __ATOMIC_ACQUIRE))
         rm_attach();
     int slot = __atomic_load_n(&rm.slot, __ATOMIC_ACQUIRE);

@@ -45,6 +45,7 @@ static int enqueue_locked(tlsp_endpoint *dest, tlsp_msg *m)
     m->next = NULL;
     *dest->unexp_tail = m;
     dest->unexp_tail = &m->next;
+    atomic_fetch_add_explicit(&dest->queued, 1, memory_order_release);
     if (dest->probing) {
         atomic_fetch_add_explicit(&dest->arrivals, 1, memory_order_release);
         return 1;
@@ -208,7 +209,9 @@ int tlsp_probe(const tlsp_view *v, int src, int tag, int blocking, int *out_src,
 {
     tlsp_endpoint *ep = v->owner;
     uint32_t ctx = v->comm->ctx;
+    int spun = 0;
     for (;;) {
+        uint32_t queued = atomic_load_explicit(&ep->queued, memory_order_acquire);
         pthread_mutex_lock(&ep->lock);
         for (tlsp_msg *m = ep->unexp_head; m; m = m->next)
             if (matches(ctx, src, tag, m->ctx, m->src, m->tag)) {
@@ -223,10 +226,18 @@ int tlsp_probe(const tlsp_view *v, int src, int tag, int blocking, int *out_src,
             pthread_mutex_unlock(&ep->lock);
             return 0;
         }
+        /* Spin on the queue's counter first (a message is usually on its
+         * way), then sleep until a sender sees the owner probing. */
+        if (!spun) {
+            pthread_mutex_unlock(&ep->lock);
+            spun = !tlsp_spin_until_changed(&ep->queued, queued);
+            continue;
+        }
         uint32_t seen = atomic_load_explicit(&ep->arrivals, memory_order_acquire);
         ep->probing = 1;
         pthread_mutex_unlock(&ep->lock);
         tl_rm_futex_wait((uint32_t *)&ep->arrivals, seen, UINT64_C(1000000000));
+        spun = 0;
     }
 }
 

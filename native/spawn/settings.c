@@ -15,7 +15,7 @@ tlsp_settings tlsp_cfg = {
     .limit = 0,
     .affinity_cpus = 1,
     .timeout_s = 60.0,
-    .spin = 4000,
+    .spin = 100000,
     .eager_bytes = 4096,
     .quiet = 0,
 };

@@ -8,7 +8,7 @@
 #   --expect-r FILE       the program's "R ..." lines equal FILE's
 #   --expect-k "A B C"    the kinds of its "K ..." lines, in order
 #   --expect-stderr RE    standard error matches RE (grep -E)
-#   --expect-stdout RE    standard output matches RE
+#   --expect-stdout RE    standard output matches RE (may be given again)
 #   --max-seconds S       the run took at most S seconds (a hang turned
 #                         into a failure must be quick, not merely bounded)
 set -uo pipefail
@@ -17,7 +17,7 @@ status=0
 r_file=""
 kinds=""
 stderr_re=""
-stdout_re=""
+stdout_res=()
 max_seconds=""
 while [[ $# -gt 0 && "$1" != "--" ]]; do
     case "$1" in
@@ -25,7 +25,7 @@ while [[ $# -gt 0 && "$1" != "--" ]]; do
         --expect-r) r_file="$2"; shift 2 ;;
         --expect-k) kinds="$2"; shift 2 ;;
         --expect-stderr) stderr_re="$2"; shift 2 ;;
-        --expect-stdout) stdout_re="$2"; shift 2 ;;
+        --expect-stdout) stdout_res+=("$2"); shift 2 ;;
         --max-seconds) max_seconds="$2"; shift 2 ;;
         *) echo "spawn-check.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -64,9 +64,9 @@ fi
 if [[ -n "$stderr_re" ]] && ! grep -Eq "$stderr_re" "$work/err"; then
     fail "standard error does not match /$stderr_re/"
 fi
-if [[ -n "$stdout_re" ]] && ! grep -Eq "$stdout_re" "$work/out"; then
-    fail "standard output does not match /$stdout_re/"
-fi
+for re in "${stdout_res[@]+"${stdout_res[@]}"}"; do
+    grep -Eq "$re" "$work/out" || fail "standard output does not match /$re/"
+done
 if [[ -n "$max_seconds" ]]; then
     took=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
     awk -v t="$took" -v m="$max_seconds" 'BEGIN { exit !(t <= m) }' || fail "took $took s, more than $max_seconds s"

@@ -27,9 +27,10 @@
  *                                past it the process ends with status
  *                                TL_SPAWN_EXIT_HANG and says why.
  *   THREADLAB_SPAWN_SPIN         busy-wait iterations before a waiting
- *                                thread sleeps (default 4000; 0 = sleep at
- *                                once).  No spinning while thread tasks
- *                                outnumber the CPUs.
+ *                                thread sleeps (default 100000, a few
+ *                                milliseconds; every 256th yields the CPU;
+ *                                0 = sleep at once).  No spinning while
+ *                                thread tasks fill the CPUs.
  *   THREADLAB_SPAWN_EAGER        bytes (default 4096): a message up to this
  *                                size is copied at once when no receive
  *                                waits for it; a larger one waits for its
@@ -84,6 +85,11 @@ int tl_spawn_get_stats(tl_spawn_stats *out);
 /* TL_SPAWN_KIND_* of an inter-communicator returned by MPI_Comm_spawn or
  * MPI_Comm_get_parent, as seen by the calling thread. */
 int tl_spawn_comm_kind(MPI_Comm comm);
+
+/* Sets the thread limit of this process from now on (n >= 0; 0: every
+ * spawn a process), as THREADLAB_SPAWN_MAX_THREADS=n would have at start;
+ * thread tasks already running stay.  Returns 0, or -1 for n < 0. */
+int tl_spawn_set_max_threads(long n);
 
 /* The library's version string, "libthreadlab-spawn 1 (Open MPI v4.1.4 ...)". */
 const char *tl_spawn_version(void);

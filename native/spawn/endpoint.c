@@ -121,7 +121,7 @@ static int may_spin(void)
  * be waiting for this very CPU. */
 static inline void spin_step(unsigned i)
 {
-    if ((i & 255u) == 255u)
+    if ((i & 31u) == 31u)
         sched_yield();
     else
         tl_cpu_relax();

@@ -56,7 +56,7 @@ static int run_create(tl_ctx *ctx)
 
 static const tl_param_def create_params[] = {
     {.name = "kind", .help = "threads (libthreadlab-spawn) or processes (the real MPI_Comm_spawn)",
-     .values = tlsb_kind_values},
+     .values = tlsb_kind_values, .quick_values = tlsb_kind_values},
     {0},
 };
 

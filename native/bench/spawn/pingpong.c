@@ -112,12 +112,14 @@ static const char *const bytes_values[] = {"1048576", NULL};
 static const char *const bytes_quick[] = {"1048576", NULL};
 
 static const tl_param_def latency_params[] = {
-    {.name = "kind", .help = "threads (libthreadlab-spawn) or processes (the real MPI)", .values = tlsb_kind_values},
+    {.name = "kind", .help = "threads (libthreadlab-spawn) or processes (the real MPI)", .values = tlsb_kind_values,
+     .quick_values = tlsb_kind_values},
     {0},
 };
 
 static const tl_param_def bandwidth_params[] = {
-    {.name = "kind", .help = "threads (libthreadlab-spawn) or processes (the real MPI)", .values = tlsb_kind_values},
+    {.name = "kind", .help = "threads (libthreadlab-spawn) or processes (the real MPI)", .values = tlsb_kind_values,
+     .quick_values = tlsb_kind_values},
     {.name = "bytes", .help = "message size (1024 to 268435456)", .values = bytes_values,
      .quick_values = bytes_quick, .check = tl_check_positive_int},
     {0},

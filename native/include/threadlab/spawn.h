@@ -28,7 +28,7 @@
  *                                TL_SPAWN_EXIT_HANG and says why.
  *   THREADLAB_SPAWN_SPIN         busy-wait iterations before a waiting
  *                                thread sleeps (default 100000, a few
- *                                milliseconds; every 256th yields the CPU;
+ *                                milliseconds; every 32nd yields the CPU;
  *                                0 = sleep at once).  No spinning while
  *                                thread tasks fill the CPUs.
  *   THREADLAB_SPAWN_EAGER        bytes (default 4096): a message up to this

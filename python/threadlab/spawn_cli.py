@@ -93,9 +93,9 @@ def find_launcher() -> Path:
                         "installs Open MPI)") from None
 
 
-def launcher_argv(args: argparse.Namespace, launcher: Path) -> list[str]:
-    """The launcher's command line for these options and PROGRAM (PATH
-    resolved, so that a spawn of argv[0] is the same file)."""
+def program_command(args: argparse.Namespace) -> list[str]:
+    """PROGRAM and its arguments, PROGRAM resolved on $PATH and made
+    absolute (a spawn of argv[0] is then the same file)."""
     command: Sequence[str] = args.command
     if command and command[0] == "--":
         command = command[1:]
@@ -107,6 +107,11 @@ def launcher_argv(args: argparse.Namespace, launcher: Path) -> list[str]:
         what = "not executable" if os.path.exists(program) else "not found"
         where = "" if os.sep in program else " on $PATH"
         raise UserError(f"PROGRAM {program}: {what}{where}")
+    return [os.path.abspath(found), *command[1:]]
+
+
+def launcher_argv(args: argparse.Namespace, launcher: Path, command: Sequence[str]) -> list[str]:
+    """The launcher's command line for these options and the command."""
     if not args.no_library and not args.linked:
         from threadlab import rm
 
@@ -119,11 +124,12 @@ def launcher_argv(args: argparse.Namespace, launcher: Path) -> list[str]:
         argv += ["--spawn-timeout", f"{args.spawn_timeout:g}"]
     if args.singleton:
         argv.append("--singleton")
-    return argv + ["--", os.path.abspath(found), *command[1:]]
+    return argv + ["--", *command]
 
 
 def cmd_spawn_run(args: argparse.Namespace) -> int:
-    argv = launcher_argv(args, find_launcher())
+    command = program_command(args)  # the user's mistakes first
+    argv = launcher_argv(args, find_launcher(), command)
     sys.stdout.flush()
     sys.stderr.flush()
     try:

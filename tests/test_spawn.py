@@ -251,9 +251,10 @@ def test_tables_render(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @needs_mpi
-def test_quick_study_end_to_end(real_native: Path, run_cli: Any, db_path: Path) -> None:
+def test_quick_study_end_to_end(real_native: Path, run_cli: Any, db_path: Path, tmp_path: Path) -> None:
     """A small real study (few cells, few process spawns): every run sorted
-    and verified, stored, shown again by `threadlab show`."""
+    and verified, stored, shown again by `threadlab show`, drawn by
+    `threadlab report` (the seed's Figure 2)."""
     code, out, err = run_cli("study", "spawn", "--quick", "--limits", "process-only,4,100", "--inputs", "random",
                              "--runs", "1", "--size", "3000", "--name", "spawn-e2e", "--json", "--quiet")
     records = [r for r in stored_records(db_path) if r["metric"] == "time"]
@@ -271,3 +272,8 @@ def test_quick_study_end_to_end(real_native: Path, run_cli: Any, db_path: Path) 
         assert by_limit["process-only"]["thread_tasks"] == 0
     code, out, _ = run_cli("show", "spawn-e2e")
     assert code == 0 and "CilkSort of 3,000 integers" in out
+    report_dir = tmp_path / "report"
+    code, _, err = run_cli("report", "spawn-e2e", "-o", str(report_dir))
+    assert code == 0, err
+    assert any("spawn-cilksort" in p.name for p in (report_dir / "figures").iterdir())
+    assert "CilkSort over MPI_Comm_spawn" in (report_dir / "index.html").read_text()

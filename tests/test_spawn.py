@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -272,6 +273,10 @@ def test_quick_study_end_to_end(real_native: Path, run_cli: Any, db_path: Path, 
         assert by_limit["process-only"]["thread_tasks"] == 0
     code, out, _ = run_cli("show", "spawn-e2e")
     assert code == 0 and "CilkSort of 3,000 integers" in out
+    with sqlite3.connect(db_path) as connection:  # the MPI and its thread level travel with the run
+        env = json.loads(connection.execute("SELECT environment FROM runs WHERE name = 'spawn-e2e'").fetchone()[0])
+    extra = env["native"][CILKSORT.name]["extra"]
+    assert extra["mpi"].startswith("Open MPI") and extra["mpi_thread_level"].endswith("(MPI_THREAD_MULTIPLE)")
     report_dir = tmp_path / "report"
     code, _, err = run_cli("report", "spawn-e2e", "-o", str(report_dir))
     assert code == 0, err

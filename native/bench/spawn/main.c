@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mpi_env.h"
 #include "spawn_bench.h"
 
 int tlsb_child(const char *role, MPI_Comm parent)
@@ -39,5 +40,6 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc;
     }
+    tl_spawn_program_env(argc, argv);
     return tl_main_families(argc, argv, families, sizeof families / sizeof families[0]);
 }

@@ -271,6 +271,11 @@ long tl_futex_wake(uint32_t *word, int count);
 
 /* ---------------------------------------------------------- the program */
 
+/* A named string the program's --env prints in its "extra" object (what
+ * the framework cannot know: the MPI under an MPI program).  Call before
+ * tl_main; key and value are copied; at most 8. */
+void tl_env_extra(const char *key, const char *value);
+
 /* The main of a benchmark program: --list, --env, --run (see
  * docs/native-protocol.md). benches is terminated by a NULL name. */
 int tl_main(int argc, char **argv, const tl_bench *benches);

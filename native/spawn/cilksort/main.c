@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cilksort_mpi.h"
+#include "mpi_env.h"
 #include "threadlab/bench.h"
 
 extern const tl_bench tlcs_benches[];
@@ -80,5 +81,6 @@ int main(int argc, char **argv)
     }
     if (argc >= 2 && !strcmp(argv[1], "count"))
         return count_main(argc, argv);
+    tl_spawn_program_env(argc, argv);
     return tl_main(argc, argv, tlcs_benches);
 }

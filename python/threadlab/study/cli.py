@@ -372,8 +372,9 @@ def cmd_spawn(args: argparse.Namespace) -> int:
     header = (f"study spawn: CilkSort of {plan.n:,} integers, {len(plan.cells)} cells (inputs x limits "
               f"{','.join(plan.limits)}), {plan.runs} runs each: {len(plan.jobs)} runs in a random order "
               f"(seed {plan.seed})")
+    # The CilkSort program's --env names the MPI, its version and thread level.
     label, status, result, elapsed = _stored_study(
-        args, name=name, options=plan.options(), catalog=plan.catalog(), programs=_bench_program(),
+        args, name=name, options=plan.options(), catalog=plan.catalog(), programs=_bench_program() + [plan.program],
         planned=len(plan.cells), total=len(plan.jobs), header=header,
         run=lambda keep, progress: spawn_study.run_study(plan, keep, progress),
     )

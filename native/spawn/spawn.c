@@ -69,21 +69,26 @@ static int command_stat(const char *command, struct stat *st)
     }
 }
 
-/* A task asks again and again with the same command: remember the last. */
-static TLSP_TLS const char *last_command;
+/* A task asks again and again with the same command: remember the last
+ * (by its text: a buffer may be reused for another command). */
+#define LAST_COMMAND 192
+static TLSP_TLS char last_command[LAST_COMMAND];
 static TLSP_TLS int last_same;
 
 int tlsp_same_executable(const char *command)
 {
     if (!command || !*command)
         return 0;
-    if (last_command == command)
+    size_t len = strlen(command);
+    if (len < LAST_COMMAND && strcmp(last_command, command) == 0)
         return last_same;
     pthread_once(&exe_once, exe_init);
     struct stat st;
     int same = exe_known && command_stat(command, &st) == 0 && st.st_dev == exe_dev && st.st_ino == exe_ino;
-    last_command = command;
-    last_same = same;
+    if (len < LAST_COMMAND) {
+        memcpy(last_command, command, len + 1);
+        last_same = same;
+    }
     return same;
 }
 

@@ -37,10 +37,13 @@
  * No global variables: with the library every child is a thread of one
  * process and would share them.
  */
+#include <fcntl.h>
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "threadlab/spawn.h"
@@ -573,6 +576,77 @@ static int run_refuser(MPI_Comm parent)
     return 0;
 }
 
+/* The decision, seen from the program: the kind of one spawn of one
+ * `hello` child through each path. */
+static int spawn_kind(const char *path, MPI_Info info)
+{
+    char *args[] = {"hello", NULL};
+    MPI_Comm kid;
+    if (MPI_Comm_spawn(path, args, 1, info, 0, MPI_COMM_SELF, &kid, MPI_ERRCODES_IGNORE) != MPI_SUCCESS)
+        return -1;
+    int v = 0;
+    MPI_Recv(&v, 1, MPI_INT, 0, 4, kid, MPI_STATUS_IGNORE);
+    int kind = v == 4242 ? kind_of(kid) : -1;
+    MPI_Comm_disconnect(&kid);
+    return kind;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
+    char buf[65536];
+    ssize_t n = 0;
+    int ok = in >= 0 && out >= 0;
+    while (ok && (n = read(in, buf, sizeof buf)) > 0)
+        ok = write(out, buf, (size_t)n) == n;
+    ok = ok && n == 0;
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    return ok ? 0 : -1;
+}
+
+static int run_decide_start(void)
+{
+    char exe[PATH_MAX], dir[] = "/tmp/threadlab-spawn-decide-XXXXXX", link_path[PATH_MAX + 64],
+         copy_path[PATH_MAX + 64];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0 || !mkdtemp(dir))
+        return 2;
+    exe[len] = '\0';
+    snprintf(link_path, sizeof link_path, "%s/link", dir);
+    snprintf(copy_path, sizeof copy_path, "%s/copy", dir);
+    int rc = 1;
+    if (symlink(exe, link_path) == 0 && copy_file(exe, copy_path) == 0) {
+        int by_link = spawn_kind(link_path, MPI_INFO_NULL);
+        int by_copy = spawn_kind(copy_path, MPI_INFO_NULL);
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "wdir", "/");
+        int with_info = spawn_kind(exe, info);
+        MPI_Info_free(&info);
+        printf("decide: link %s, copy %s, info %s\n", kind_name(by_link), kind_name(by_copy), kind_name(with_info));
+        rc = by_link == TL_SPAWN_KIND_THREADS && by_copy == TL_SPAWN_KIND_PROCESSES &&
+                     with_info == TL_SPAWN_KIND_PROCESSES
+                 ? 0
+                 : 1;
+    }
+    unlink(link_path);
+    unlink(copy_path);
+    rmdir(dir);
+    return rc;
+}
+
+static int run_hello(MPI_Comm parent)
+{
+    int v = 4242;
+    MPI_Send(&v, 1, MPI_INT, 0, 4, parent);
+    MPI_Comm_disconnect(&parent);
+    return 0;
+}
+
 /* A child that is slow to start MPI: its parent's MPI_Comm_spawn waits on
  * it, past a short THREADLAB_SPAWN_TIMEOUT (the hang test). */
 static int run_slow(void)
@@ -599,11 +673,13 @@ int main(int argc, char **argv)
             rc = run_exit_start(argv[0]);
         else if (strcmp(role, "refuse") == 0)
             rc = run_refuse_start(argv[0]);
+        else if (strcmp(role, "decide") == 0)
+            rc = run_decide_start();
         else if (strcmp(role, "hang") == 0) {
             spawn_self(argv[0], "slow", 1);
             rc = 1; /* not reached: the watchdog ends the process */
         } else {
-            fprintf(stderr, "usage: %s [start|exit|refuse|hang]\n", argv[0]);
+            fprintf(stderr, "usage: %s [start|exit|refuse|decide|hang]\n", argv[0]);
             rc = 2;
         }
     } else if (strcmp(role, "child") == 0) {
@@ -616,6 +692,8 @@ int main(int argc, char **argv)
         rc = run_exiter(parent);
     } else if (strcmp(role, "refuser") == 0) {
         rc = run_refuser(parent);
+    } else if (strcmp(role, "hello") == 0) {
+        rc = run_hello(parent);
     } else {
         fprintf(stderr, "unknown role %s\n", role);
         rc = 2;

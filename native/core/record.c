@@ -105,12 +105,14 @@ void tl_emit(tl_ctx *ctx)
     }
     tl_json_key(&j, "stop");
     if (measured || derived) {
+        /* A protocol that timed itself (tl_add_sample) ran no adaptive loop. */
+        int fixed = p->stop_reason && strcmp(p->stop_reason, "fixed") == 0;
         tl_json_begin_object(&j);
-        tl_json_key(&j, "rule"); tl_json_string(&j, ctx->opt.rule == TL_RULE_RSE ? "rse" : "rsd");
-        tl_json_key(&j, "target"); tl_json_number(&j, ctx->opt.target);
+        tl_json_key(&j, "rule"); tl_json_string(&j, fixed ? "fixed" : ctx->opt.rule == TL_RULE_RSE ? "rse" : "rsd");
+        tl_json_key(&j, "target"); tl_json_number(&j, fixed ? NAN : ctx->opt.target);
         tl_json_key(&j, "reason"); tl_json_string(&j, p->stop_reason);
-        tl_json_key(&j, "min_timings"); tl_json_int(&j, ctx->opt.min_timings);
-        tl_json_key(&j, "max_timings"); tl_json_int(&j, ctx->opt.max_timings);
+        tl_json_key(&j, "min_timings"); tl_json_int(&j, fixed ? (long long)p->nsamples : ctx->opt.min_timings);
+        tl_json_key(&j, "max_timings"); tl_json_int(&j, fixed ? (long long)p->nsamples : ctx->opt.max_timings);
         tl_json_key(&j, "elapsed_s"); tl_json_number(&j, p->elapsed_s);
         tl_json_end_object(&j);
     } else {

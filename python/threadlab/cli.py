@@ -35,7 +35,7 @@ from threadlab.output import OutputClosed, OutputFile, write_output
 from threadlab.progress import Progress
 from threadlab.sanitize import printable, printable_lines
 from threadlab.store import NoStore, Store, default_db_path, user_data_db_path, validate_run_name
-from threadlab import rm_cli
+from threadlab import rm_cli, spawn_cli
 from threadlab.study import cli as study_cli
 from threadlab.table import make_console, render_results
 from threadlab.units import format_duration
@@ -196,6 +196,7 @@ def build_parser() -> ArgumentParser:
     _add_import(commands, common)
     study_cli.add_parser(commands, common)  # threadlab study apps (docs/commands/study.md)
     rm_cli.add_parsers(commands)  # threadlab rm ..., threadlab omp run (docs/commands/rm.md, omp.md)
+    spawn_cli.add_parsers(commands)  # threadlab spawn run (docs/commands/spawn.md)
     _add_export(commands, common)
     _add_report(commands, common)
     return parser
@@ -227,8 +228,8 @@ def _add_bench(commands: Any, common: ArgumentParser) -> None:
         "--suite", type=suite_list, metavar="LIST",
         help=f"suites to run, comma-separated from {', '.join(native.SUITES)}, or all: primitives (the POSIX "
         "threads primitives), models (C thread models), jvm (platform and virtual threads, JMH), go (goroutines), "
-        "mpi (mixed MPI + threads, through --launcher), omp (OpenMP directives on each runtime) "
-        f"(default {native.DEFAULT_SUITE})",
+        "mpi (mixed MPI + threads, through --launcher), omp (OpenMP directives on each runtime), spawn (MPI "
+        f"spawned tasks: threads of libthreadlab-spawn against processes) (default {native.DEFAULT_SUITE})",
     )
     bench.add_argument(
         "--launcher", type=launcher.parse, metavar="CMD",
@@ -468,10 +469,11 @@ def _catalog(patterns: Sequence[str], suites: Sequence[str] | None = None) -> tu
     if suites is not None and list(suites) != [ALL_SUITES]:
         for suite in suites:
             if not any(info.suite == suite for info in found):
-                build = {"jvm": "make jvm", "go": "make go"}.get(suite, "make")
+                build = {"jvm": "make jvm", "go": "make go",
+                         "spawn": "make, with an MPI installed (scripts/install-deps.sh)"}.get(suite, "make")
                 raise ThreadlabError(
                     f"--suite {suite}: no benchmark program of that suite in {programs[0].parent} "
-                    f"(build it with `{build}`; see docs/{suite if suite in ('jvm', 'go') else 'native-protocol'}.md)"
+                    f"(build it with `{build}`; see docs/{suite if suite in ('jvm', 'go', 'spawn') else 'native-protocol'}.md)"
                 )
         found = [info for info in found if info.suite in suites]
     return programs, select_benchmarks(found, patterns)

@@ -40,8 +40,10 @@ _QUERY_TIMEOUT_S = 60.0
 # primitives and models suites are the C programs with adaptive repetition;
 # the jvm and go suites run a fixed number of iterations (JMH's method, the
 # seed's: warm-up, then N measured) and take other measurement options.
+# The spawn suite (threadlab-bench-spawn, docs/spawn.md) is adaptive: the
+# cost of a spawned task and of a message, thread tasks against processes.
 DEFAULT_SUITE = "primitives"
-SUITES: tuple[str, ...] = ("primitives", "models", "jvm", "go", "mpi", "omp")
+SUITES: tuple[str, ...] = ("primitives", "models", "jvm", "go", "mpi", "omp", "spawn")
 # Suites whose every point is started by a launcher (mpirun, srun: the
 # PointOptions' launcher words before the program; docs/mpi.md).
 LAUNCHED_SUITES: tuple[str, ...] = ("mpi",)

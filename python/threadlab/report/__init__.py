@@ -37,6 +37,7 @@ from threadlab.points import (
 from threadlab.report import figures as fig
 from threadlab.report import html
 from threadlab.report.html import Cell
+from threadlab.report.spawn import spawn_section
 from threadlab.store import RunInfo
 from threadlab.table import PLACEMENT_ORDER, Footnotes
 from threadlab.units import format_duration, format_value, is_time_unit
@@ -614,7 +615,8 @@ def build_page(runs: Sequence[tuple[RunInfo, list[dict[str, Any]]]], out_dir: Re
         if ecdfs:
             ecdf_parts.append(heading)
             ecdf_parts += ecdfs
-        study = study_section(maker, run, records) + multiprog_section(maker, run, records)
+        study = study_section(maker, run, records) + multiprog_section(maker, run, records) + spawn_section(
+            maker, run, records)
         if study:
             study_parts.append(study)
     body.append('<h2 id="results">Results by benchmark family</h2>')

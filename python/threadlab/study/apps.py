@@ -637,16 +637,28 @@ def _measured(data: Mapping[str, Any]) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
-def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequence[str] = ()) -> Outcome | None:
-    """Runs the cell's program once, in its own process group, within the
-    timeout.  None when a stop (Ctrl-C) was requested meanwhile."""
-    argv = cell.argv() + list(extra_args)
+@dataclass
+class Finished:
+    """A program run to its end (or killed at its time limit)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    timed_out: bool
+
+
+def run_program(argv: Sequence[str], timeout_s: float, stop: StopRequest) -> Finished | str | None:
+    """Runs argv once, in its own process group (killed whole at the time
+    limit, and after it ends: helpers it forked go too).  A Finished; the
+    reason when it cannot start; None when a stop (Ctrl-C) was requested
+    meanwhile."""
     started = time.monotonic()
     try:
         child = process.start(argv, timeout_s=timeout_s, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
     except OSError as error:
-        return Outcome("failed", f"cannot start {Path(argv[0]).name}: {error.strerror}", {}, 0.0)
+        return f"cannot start {Path(argv[0]).name}: {error.strerror}"
     stop.child = child  # type: ignore[assignment]
     timed_out = False
     try:
@@ -659,15 +671,26 @@ def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequen
     finally:
         stop.child = None
         kill_group(child)  # type: ignore[arg-type]
-    wall = time.monotonic() - started
     if stop.requested:
         return None
-    stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
-    if timed_out:
+    return Finished(child.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+                    time.monotonic() - started, timed_out)
+
+
+def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequence[str] = ()) -> Outcome | None:
+    """Runs the cell's program once, in its own process group, within the
+    timeout.  None when a stop (Ctrl-C) was requested meanwhile."""
+    finished = run_program(cell.argv() + list(extra_args), timeout_s, stop)
+    if finished is None:
+        return None
+    if isinstance(finished, str):
+        return Outcome("failed", finished, {}, 0.0)
+    wall = finished.wall_s
+    if finished.timed_out:
         return Outcome("failed", f"timed out after {timeout_s:g} s", {}, wall)
-    data = last_json_object(stdout)
-    said = stderr_line(stderr)
-    code = child.returncode
+    data = last_json_object(finished.stdout)
+    said = stderr_line(finished.stderr)
+    code = finished.returncode
     if code < 0:
         return Outcome("failed", f"killed by signal {-code}" + (f": {said}" if said else ""), data, wall)
     if code == EXIT_VERIFIED and data.get("status") == "ok" and _measured(data):

@@ -18,9 +18,10 @@ from threadlab import __version__, environment, native, schema
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.runner import signal_name
 from threadlab.study import apps, multiprog
+from threadlab.study import spawn as spawn_study
 from threadlab.units import format_duration
 
-STUDIES = ("apps", "multiprog")
+STUDIES = ("apps", "multiprog", "spawn")
 
 
 def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -32,7 +33,8 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
         description="Run a study: an experiment over a matrix of scenarios, stored as a run.",
         epilog="Studies: apps (seed 000: four multithreaded kernels over thread platforms, architectures, "
         "priorities and affinities); multiprog (seed 004: several OpenMP programs at once, under the resource "
-        "manager and under libgomp's own settings). See docs/commands/study.md.",
+        "manager and under libgomp's own settings); spawn (seed 001: CilkSort over MPI_Comm_spawn, tasks as "
+        "threads up to a limit against processes). See docs/commands/study.md.",
     )
     study.set_defaults(handler=_no_study)
     studies = study.add_subparsers(dest="study", metavar="STUDY", parser_class=cli.ArgumentParser)
@@ -78,6 +80,49 @@ def add_parser(commands: Any, common: argparse.ArgumentParser) -> None:
         f"{apps.DEFAULT_TIMEOUT_S:g} s, {apps.QUICK_TIMEOUT_S:g} s with --quick, {apps.PAPER_TIMEOUT_S:g} s with --paper)",
         json_what="the speedups", dry_run="print the scenarios and one command per cell, and stop")
     _add_multiprog(studies, common)
+    _add_spawn(studies, common)
+
+
+def _add_spawn(studies: Any, common: argparse.ArgumentParser) -> None:
+    from threadlab import cli
+
+    s = studies.add_parser(
+        "spawn", parents=[common], help="CilkSort over MPI_Comm_spawn: thread tasks against processes (seed 001)",
+        description="CilkSort of N integers (threadlab-spawn-cilksort: one MPMD program, 4 sort and 3 merge tasks "
+        "per level, sequential at 2048) under libthreadlab-spawn at the seed's thread limits and with plain MPI "
+        "(process-only), on random (3 seeds), sorted and reversed inputs; every run its own mpirun under a time "
+        "limit, all runs in a seeded random order, every sort verified (sorted, a permutation of the input, exactly "
+        "the algorithm's tasks). Prints the seed's Figure 2 as tables (mean time and 95% interval per input and "
+        "limit), the gain over process-only, the time per task and the tasks spawned as threads and processes; "
+        "stores the run.",
+        epilog="exit status: 0 every run verified, 1 a run failed or a check failed (a cell that cannot finish "
+        "here is reported as failed with its estimate), 2 bad usage, 130 interrupted by Ctrl-C (the finished cells "
+        "are kept). See docs/spawn.md.",
+    )
+    s.set_defaults(handler=cmd_spawn)
+    s.add_argument("--size", type=spawn_study.parse_size, metavar="N",
+                   help=f"integers to sort (default {spawn_study.DEFAULT_N:,}, the seed's; {spawn_study.QUICK_N:,} "
+                   "with --quick)")
+    s.add_argument("--inputs", type=spawn_study.parse_inputs, metavar="LIST",
+                   help=f"inputs, comma-separated from {', '.join(spawn_study.INPUTS)} (default: all)")
+    s.add_argument("--seeds", type=spawn_study.parse_seeds, metavar="LIST",
+                   help="seeds of the random inputs (default 1,2,3, the seed's three; 1 with --quick)")
+    s.add_argument("--limits", type=spawn_study.parse_limits, metavar="LIST",
+                   help=f"thread limits and process-only, comma-separated (default {','.join(spawn_study.LIMITS)})")
+    s.add_argument("--runs", type=cli.number("--runs", int, 1, 1000), metavar="N",
+                   help=f"runs per cell, 1..1000 (default {spawn_study.DEFAULT_RUNS}; the seed took 20; "
+                   f"{spawn_study.QUICK_RUNS} with --quick)")
+    s.add_argument("--spawn-timeout", type=cli.number("--spawn-timeout", float, 1, 86400, "seconds"), metavar="S",
+                   help="the limit of one process spawn inside a run (default "
+                   f"{spawn_study.DEFAULT_SPAWN_TIMEOUT_S:g} s, {spawn_study.QUICK_SPAWN_TIMEOUT_S:g} s with --quick): "
+                   "a hung spawn ends its run, which is counted as failed with the reason")
+    s.add_argument("--quick", action="store_true",
+                   help=f"{spawn_study.QUICK_N:,} integers, random (seed 1), sorted and reversed, "
+                   f"{spawn_study.QUICK_RUNS} runs (under two minutes on two CPUs)")
+    _add_run_options(
+        s, order="run", timeout=f"a run taking longer is killed and counted as failed (default "
+        f"{spawn_study.DEFAULT_TIMEOUT_S:g} s, {spawn_study.QUICK_TIMEOUT_S:g} s with --quick)",
+        json_what="the cells", dry_run="print one command per cell, and stop")
 
 
 def _add_multiprog(studies: Any, common: argparse.ArgumentParser) -> None:
@@ -314,6 +359,42 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
     return _epilogue(label, status, result, elapsed, args.quiet, len(plan.jobs), "experiments")
 
 
+def cmd_spawn(args: argparse.Namespace) -> int:
+    from threadlab import cli
+    from threadlab.store import validate_run_name
+
+    name = validate_run_name(args.name) if args.name is not None else None
+    program, launcher = spawn_study.find_programs()
+    plan = spawn_study.make_plan(
+        program=program, launcher=launcher, n=args.size, inputs=args.inputs, seeds=args.seeds, limits=args.limits,
+        runs=args.runs, seed=args.seed, timeout_s=args.timeout, spawn_timeout_s=args.spawn_timeout, quick=args.quick,
+    )
+    if args.dry_run:
+        for line in spawn_study.dry_run_lines(plan):
+            print(line)
+        print(f"{len(plan.cells)} cells, {len(plan.jobs)} runs (seed {plan.seed})", file=sys.stderr)
+        return cli.EXIT_OK
+    header = (f"study spawn: CilkSort of {plan.n:,} integers, {len(plan.cells)} cells (inputs x limits "
+              f"{','.join(plan.limits)}), {plan.runs} runs each: {len(plan.jobs)} runs in a random order "
+              f"(seed {plan.seed})")
+    # The CilkSort program's --env names the MPI, its version and thread level.
+    label, status, result, elapsed = _stored_study(
+        args, name=name, options=plan.options(), catalog=plan.catalog(), programs=_bench_program() + [plan.program],
+        planned=len(plan.cells), total=len(plan.jobs), header=header,
+        run=lambda keep, progress: spawn_study.run_study(plan, keep, progress),
+    )
+    if plan.pilot_note and not args.quiet:
+        print(f"threadlab: {plan.pilot_note}", file=sys.stderr)
+    from threadlab.study import tables_spawn  # rich: imported when tables are printed
+
+    if args.json:
+        for row in tables_spawn.summary_rows(result.records):
+            print(json.dumps(row))
+    else:
+        tables_spawn.render(cli.make_console(), result.records, title=f"Study spawn, {label}")
+    return _epilogue(label, status, result, elapsed, args.quiet, len(plan.jobs))
+
+
 def _epilogue(label: str, status: str, result: Any, elapsed: float, quiet: bool, total: int,
               noun: str = "runs") -> int:
     main = {r["metric"] for r in result.records} & {"time", "turnaround"}
@@ -333,14 +414,16 @@ def _epilogue(label: str, status: str, result: Any, elapsed: float, quiet: bool,
 
 
 def is_study_run(options: Any) -> bool:
-    return isinstance(options, dict) and options.get("study") in (apps.STUDY, multiprog.STUDY)
+    return isinstance(options, dict) and options.get("study") in (apps.STUDY, multiprog.STUDY, spawn_study.STUDY)
 
 
 def render_run(console: Any, records: Sequence[dict[str, Any]], title: str) -> None:
     """The study's tables, for `threadlab show`."""
-    from threadlab.study import tables, tables_multiprog
+    from threadlab.study import tables, tables_multiprog, tables_spawn
 
     if any(multiprog.is_study_record(r) for r in records):
         tables_multiprog.render(console, records, title=title)
+    elif any(spawn_study.is_study_record(r) for r in records):
+        tables_spawn.render(console, records, title=title)
     else:
         tables.render(console, records, title=title)

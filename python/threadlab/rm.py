@@ -55,18 +55,24 @@ DAEMON_DEFAULT_POLICY = "timeshare"
 QUANTUM_MS_MIN, QUANTUM_MS_MAX = 1, 60000
 DEFAULT_QUANTUM_MS = 100
 SLOTS_MIN, SLOTS_MAX = 1, 4096
+# --other-load: CPUs busy with work the manager does not manage are
+# withheld from its programs (count, the daemon's default) or not (ignore).
+OTHER_LOAD: tuple[str, ...] = ("count", "ignore")
+LOG_MAX_KB_MIN, LOG_MAX_KB_MAX = 4, 1048576
 MAX_CPUS = 1024
 EXIT_NOT_RUNNING = 3  # the daemon's status for --status/--set without a manager
 
-# libgomp's idle team threads spin GOMP_SPINCOUNT times before sleeping
-# (default 300,000: up to milliseconds of a CPU per wait).  Under the
-# manager a thread left out of a shrunk team would burn a CPU another
-# program owns, so the spin is cut to a few tens of microseconds: long
-# enough to keep barriers of back-to-back regions cheap (OMP_WAIT_POLICY=
-# passive would make every barrier a futex sleep), short enough to cost
-# the owner of the CPU nothing noticeable.  A user's own OMP_WAIT_POLICY
-# or GOMP_SPINCOUNT is left alone.
-SPINCOUNT = "10000"
+# libgomp's waiting threads spin GOMP_SPINCOUNT times before they sleep
+# (default 300,000 pause instructions: about 9 ms on the reference EPYC,
+# where one pause takes 30 ns).  libgomp reads it once, at start-up, so it
+# must suit every situation a managed program meets: alone on its CPUs,
+# confined with a larger team to fewer CPUs while a long region runs, and
+# cooperating without a manager beside other programs.  100 spins (3 us:
+# about a futex wake-up) catch a partner that arrives at once and cost
+# nothing when it is descheduled; the measurements behind the choice are
+# in docs/omp.md ("Waiting").  A user's own OMP_WAIT_POLICY or
+# GOMP_SPINCOUNT is left alone.
+SPINCOUNT = "100"
 
 _START_TIMEOUT_S = 15.0
 _QUERY_TIMEOUT_S = 15.0
@@ -289,10 +295,14 @@ def daemon_args(
     slots: int | None = None,
     reset: bool = False,
     owner: int | None = None,
+    other_load: str | None = None,
+    log_max_kb: int | None = None,
 ) -> list[str]:
     """The daemon's options that start a manager so (Manager.start; `threadlab
     rm start --foreground`), each value checked (UserError).  owner: the
-    process whose exit stops the manager (a private one)."""
+    process whose exit stops the manager (a private one); other_load: count
+    or ignore the CPUs other work keeps busy (None: the daemon's default,
+    count); log_max_kb: rm.log's size before it is rotated."""
     args: list[str] = []
     if policy is not None:
         args += ["--policy", check_policy(policy)]
@@ -307,6 +317,15 @@ def daemon_args(
         args.append("--reset")
     if owner is not None:
         args += ["--owner", str(owner)]
+    if other_load is not None:
+        if other_load not in OTHER_LOAD:
+            raise UserError(f"other load {other_load!r}: expected {' or '.join(OTHER_LOAD)}")
+        args += ["--other-load", other_load]
+    if log_max_kb is not None:
+        if not _in_range(log_max_kb, LOG_MAX_KB_MIN, LOG_MAX_KB_MAX):
+            raise UserError(f"log size {log_max_kb!r} KiB: expected an integer from {LOG_MAX_KB_MIN} to "
+                            f"{LOG_MAX_KB_MAX}")
+        args += ["--log-max-kb", str(log_max_kb)]
     return args
 
 
@@ -439,17 +458,21 @@ class Manager:
         slots: int | None = None,
         reset: bool = False,
         owner: int | None = None,
+        other_load: str | None = None,
+        log_max_kb: int | None = None,
     ) -> Manager:
         """Starts the daemon detached and returns once it manages the arena.
         policy None keeps the daemon's default (timeshare); cpus None: every
         CPU this process may use; slots None: the daemon's 64 (or the arena's
         size when it adopts one); reset: replace an arena left by another
-        version; owner: a process whose exit stops it (start_private).
+        version; owner: a process whose exit stops it (start_private);
+        other_load, log_max_kb: daemon_args().
         Raises ThreadlabError with the daemon's reason and the tail of its
         log when it cannot start (one is running already, the directory or
         the arena is another user's, ...)."""
         where = resolve_dir(directory)
-        args = daemon_args(policy=policy, quantum_ms=quantum_ms, cpus=cpus, slots=slots, reset=reset, owner=owner)
+        args = daemon_args(policy=policy, quantum_ms=quantum_ms, cpus=cpus, slots=slots, reset=reset, owner=owner,
+                           other_load=other_load, log_max_kb=log_max_kb)
         if cpus is not None:
             # The daemon inherits this process's affinity: refuse the rest
             # here, as a usage error, before anything starts.
@@ -477,6 +500,7 @@ class Manager:
         quantum_ms: int = DEFAULT_QUANTUM_MS,
         cpus: Sequence[int] | None = None,
         slots: int | None = None,
+        other_load: str | None = None,
     ) -> Manager:
         """A manager of this process's own (a study's, a benchmark's): in a
         new directory made by mkdtemp in the temporary directory, with an
@@ -493,7 +517,7 @@ class Manager:
                                  f"{error.strerror}") from None
         try:
             return cls.start(directory=where, policy=policy, quantum_ms=quantum_ms, cpus=cpus, slots=slots,
-                             owner=os.getpid())
+                             owner=os.getpid(), other_load=other_load)
         except BaseException:
             # The daemon removes what it made when it fails; the directory
             # made here stays only when it never got that far.

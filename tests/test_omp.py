@@ -1,8 +1,10 @@
 """libthreadlab-omp through `threadlab omp run`, for real, with
 threadlab-omp-probe (native/omp/probe.c): a managed program whose team
-follows its allocation while it runs, no manager (the program runs as
-without the shim), a manager killed mid-run (the program falls back,
-finishes, and joins the next manager), pinning, and the environment."""
+follows its allocation while it runs, programs with one long region whose
+threads' CPUs follow it (and a late arrival that gets the CPUs back), no
+manager (the program runs as without the shim), a manager stopped or
+killed mid-run (the program cooperates, with its CPUs back and one
+notice, and joins the next manager), pinning, and the environment."""
 
 from __future__ import annotations
 
@@ -10,12 +12,13 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rmtools import NCPUS, PROBE, SHIM, Lab, lab, native_env, needs_native, poll  # noqa: F401
+from rmtools import NCPUS, PROBE, SHIM, Lab, Program, lab, native_env, needs_native, poll, thread_cpus  # noqa: F401
 from threadlab import rm
 
 
@@ -55,6 +58,122 @@ def test_team_follows_the_allocation_while_running(lab: Lab, tmp_path: Path) -> 
     assert code == 0 and summary["work_ok"] is True
     assert summary["shim_state"] == 2  # managed to the end
     assert summary["kinds"]["parallel"]["max"] == NCPUS and summary["histogram"][str(share)] > 0
+
+
+def _long_team(line: str) -> int | None:
+    """The team of a probe's long region, from its {"event": "long"} line."""
+    if not line.startswith('{"event": "long"'):
+        return None
+    return int(json.loads(line)["team"])
+
+
+def _owned(manager: rm.Manager, program: Program) -> set[int]:
+    app = next((a for a in manager.status()["apps"] if a["pid"] == program.pid), None)
+    return set(rm.parse_cpu_list(app["cpus"])) if app and app["cpus"] else set()
+
+
+def _confined(manager: rm.Manager, program: Program) -> set[int] | None:
+    """The CPUs the program owns when every one of its threads is confined
+    to them (and it owns some), else None."""
+    owned = _owned(manager, program)
+    threads = thread_cpus(program.pid)
+    return owned if owned and threads and all(cpus <= owned for cpus in threads.values()) else None
+
+
+def _free(program: Program) -> bool:
+    """Every thread of the program may run on every CPU of this process."""
+    threads = thread_cpus(program.pid)
+    return bool(threads) and all(cpus == set(os.sched_getaffinity(0)) for cpus in threads.values())
+
+
+def _notices(err: list[str]) -> list[str]:
+    return [line for line in err if line.startswith("threadlab-omp[")]
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="CPUs can only be shared from 2 CPUs up")
+def test_a_late_long_region_runs_its_request_on_its_cpus_and_gets_the_rest_back(lab: Lab, tmp_path: Path) -> None:
+    # Seed 004's late arrival: a program of short regions holds the
+    # machine, then one whose only region is long (NAS EP) arrives.  The
+    # long region must start with its full request, run on the CPUs it
+    # owns while the other runs, and get every CPU once the other exits.
+    manager = lab.start_manager()
+    short = lab.probe("--kinds", "parallel", "--work-us", "200", "--until", str(tmp_path / "stop-short"))
+    lab.registered(manager, short)
+    late = lab.probe("--kinds", "long", "--until", str(tmp_path / "stop-late"))
+    team = _long_team(late.stdout.wait_for("the long region starts", lambda l: _long_team(l) is not None))
+    assert team == NCPUS  # its request, though it arrived with one CPU's share
+    owned_late = poll("the long region's threads confined to the CPUs it owns", lambda: _confined(manager, late))
+    owned_short = poll("the short program's threads confined to its CPUs", lambda: _confined(manager, short))
+    assert owned_late and owned_short and not owned_late & owned_short  # disjoint
+    assert len(owned_late) + len(owned_short) == NCPUS
+
+    (tmp_path / "stop-short").touch()
+    assert short.summary()[0] == 0
+    poll("the long region gets every CPU back", lambda: _free(late) and _owned(manager, late) == set(
+        os.sched_getaffinity(0)))
+    (tmp_path / "stop-late").touch()
+    code, summary, err = late.summary()
+    assert code == 0 and summary["shim_state"] == 2 and summary["histogram"] == {str(NCPUS): 1}
+    assert _notices(err) == []
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="CPUs can only be shared from 2 CPUs up")
+def test_a_running_long_region_gives_cpus_to_a_newcomer(lab: Lab, tmp_path: Path) -> None:
+    # The first instance's only region started alone on every CPU; when a
+    # second arrives its threads move to its share at once, mid-region.
+    manager = lab.start_manager()
+    first = lab.probe("--kinds", "long", "--until", str(tmp_path / "stop-first"))
+    assert _long_team(first.stdout.wait_for("the first region starts", lambda l: _long_team(l) is not None)) == NCPUS
+    poll("alone, it runs on every CPU", lambda: _free(first))
+    second = lab.probe("--kinds", "long", "--until", str(tmp_path / "stop-second"))
+    second.stdout.wait_for("the second region starts", lambda l: _long_team(l) is not None)
+    mine = poll("the first program's threads confined to its share", lambda: _confined(manager, first))
+    theirs = poll("the newcomer's threads confined to its share", lambda: _confined(manager, second))
+    assert len(mine) < NCPUS and not mine & theirs
+    (tmp_path / "stop-second").touch()
+    assert second.summary()[0] == 0
+    poll("the first program gets every CPU back", lambda: _free(first))
+    (tmp_path / "stop-first").touch()
+    assert first.summary()[0] == 0
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="CPUs can only be shared from 2 CPUs up")
+def test_a_stopped_manager_gives_the_cpus_back_with_one_notice(lab: Lab, tmp_path: Path) -> None:
+    manager = lab.start_manager()
+    short = lab.probe("--kinds", "parallel", "--work-us", "200", "--until", str(tmp_path / "stop-short"))
+    lab.registered(manager, short)
+    long = lab.probe("--kinds", "long", "--until", str(tmp_path / "stop-long"))
+    long.stdout.wait_for("the long region starts", lambda l: _long_team(l) is not None)
+    poll("the long region confined", lambda: _confined(manager, long))
+    manager.stop()  # mid-region: the long program starts no region again
+    poll("the long region's threads get every CPU back", lambda: _free(long))
+    poll("the short program's threads too", lambda: _free(short))
+    (tmp_path / "stop-short").touch()
+    (tmp_path / "stop-long").touch()
+    for program in (short, long):
+        code, summary, err = program.summary()
+        assert code == 0 and summary["work_ok"] is True
+        assert summary["shim_state"] == 3  # cooperative: teams sized by the idle CPUs
+        notices = _notices(err)
+        # One event, one notice (it looked for a manager every 50 ms since).
+        assert len(notices) == 1 and "stopped; running unmanaged but cooperative" in notices[0], err
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="a team can only be smaller than the CPUs from 2 CPUs up")
+def test_without_its_manager_a_program_leaves_busy_cpus_alone(lab: Lab, tmp_path: Path) -> None:
+    # After the manager stops, teams are sized by the CPUs other work
+    # leaves idle, never the full spinning team libgomp would run.
+    manager = lab.start_manager()
+    program = lab.probe("--kinds", "parallel", "--work-us", "300", "--events", "--until", str(tmp_path / "stop"))
+    lab.registered(manager, program)
+    program.stdout.wait_for("the whole machine, alone", lambda l: _team(l) == NCPUS)
+    for cpu in sorted(os.sched_getaffinity(0))[1:]:  # every CPU but one busy with other work
+        lab.hog(cpu)
+    manager.stop()
+    program.stdout.wait_for("a team smaller than the CPUs", lambda l: (_team(l) or NCPUS) < NCPUS)
+    (tmp_path / "stop").touch()
+    code, summary, _ = program.summary()
+    assert code == 0 and summary["shim_state"] == 3
 
 
 def _plain(*args: str) -> dict[str, Any]:
@@ -104,10 +223,14 @@ def test_a_killed_manager_the_program_finishes_unmanaged(lab: Lab, tmp_path: Pat
     lab.registered(manager, program)
     manager.kill()
     program.stderr.wait_for("the program falls back", lambda l: "resource manager" in l and "unmanaged" in l)
+    poll("its threads get every CPU back", lambda: _free(program))
+    time.sleep(0.3)  # it looks for a manager every 50 ms meanwhile: no new notice
     (tmp_path / "stop").touch()
     code, summary, err = program.summary()
     assert code == 0 and summary["work_ok"] is True
-    assert summary["shim_state"] == 1
+    assert summary["shim_state"] == 3  # cooperative
+    notices = _notices(err)
+    assert len(notices) == 1 and "is gone; running unmanaged but cooperative" in notices[0], err
     manager.stop()
     assert not (rm.SHM_DIR / manager.arena.lstrip("/")).exists()  # nothing of the killed manager is left
 

@@ -12,12 +12,14 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import REAL_NATIVE_DIR, REPO
 from rmtools import NCPUS, PROBE, SHIM, Lab, Program, lab, native_env, needs_native, poll, thread_cpus  # noqa: F401
 from threadlab import rm
 
@@ -258,21 +260,56 @@ def test_environment_of_a_managed_program(lab: Lab) -> None:
     assert seen["LD_PRELOAD"] == f"{os.path.abspath(SHIM)}:/usr/lib/other.so"
     assert seen["OMP_DYNAMIC"] == "true"
     assert seen["THREADLAB_OMP_DYNAMIC_ORIG"] == "false"  # restored whenever unmanaged
-    assert seen["GOMP_SPINCOUNT"] == rm.SPINCOUNT
+    assert seen["GOMP_SPINCOUNT"] == "100"  # native/omp/env.h: docs/omp.md "Waiting"
     assert seen["THREADLAB_OMP_PIN"] == "1" and seen["THREADLAB_OMP_QUIET"] == "1"
     assert seen[rm.DIR_ENV] == str(lab.directory)
     assert seen[rm.ARENA_ENV] == rm.arena_name(lab.directory)
 
 
+def _launched_env(base: dict[str, str], tmp_path: Path, **options: Any) -> dict[str, str]:
+    argv, env = rm.omp_launch(["env"], base, directory=tmp_path, **options)
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
 @needs_native
-def test_shim_environment_keeps_the_users_wait_policy(native_env: None, tmp_path: Path) -> None:
-    env = rm.shim_environment({"OMP_WAIT_POLICY": "active", "THREADLAB_OMP_PIN": "1"}, directory=tmp_path)
-    assert env["OMP_WAIT_POLICY"] == "active" and "GOMP_SPINCOUNT" not in env
-    assert "THREADLAB_OMP_PIN" not in env  # pin=False means unpinned
-    assert env["THREADLAB_OMP_DYNAMIC_ORIG"] == "unset"
-    again = rm.shim_environment(env, directory=tmp_path)  # idempotent: the shim once, the user's setting kept
-    assert again["LD_PRELOAD"] == env["LD_PRELOAD"] == str(os.path.abspath(SHIM))
-    assert again["THREADLAB_OMP_DYNAMIC_ORIG"] == "unset"
+def test_the_launcher_keeps_the_users_wait_policy(native_env: None, tmp_path: Path) -> None:
+    seen = _launched_env({"PATH": os.environ["PATH"], "OMP_WAIT_POLICY": "active", "THREADLAB_OMP_PIN": "1"},
+                         tmp_path)
+    assert seen["OMP_WAIT_POLICY"] == "active" and "GOMP_SPINCOUNT" not in seen
+    assert "THREADLAB_OMP_PIN" not in seen  # pin=False means unpinned
+    assert seen["THREADLAB_OMP_DYNAMIC_ORIG"] == "unset" and seen["OMP_DYNAMIC"] == "true"
+    assert seen[rm.DIR_ENV] == str(tmp_path) and seen[rm.ARENA_ENV] == rm.arena_name(tmp_path)
+    again = _launched_env(seen, tmp_path, pin=True)  # nested: the shim once, the user's setting kept
+    assert again["LD_PRELOAD"] == seen["LD_PRELOAD"] == str(os.path.realpath(SHIM))
+    assert again["THREADLAB_OMP_DYNAMIC_ORIG"] == "unset" and again["THREADLAB_OMP_PIN"] == "1"
+
+
+@needs_native
+def test_omp_run_starts_without_the_front_end(native_env: None, tmp_path: Path) -> None:
+    # `threadlab omp run` must not pay for threadlab.cli's imports (numpy,
+    # scipy, rich, the store): the program starts from the entry point.
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "threadlab", "omp", "run", "--dir",
+                           str(tmp_path / "rm"), "--quiet", "--", "sh", "-c", "echo ran; exit 3"],
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert done.returncode == 3 and done.stdout == "ran\n"
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "threadlab.rm_cli" in imported
+    assert not imported & {"threadlab.cli", "numpy", "scipy", "rich", "threadlab.store", "sqlite3"}, sorted(imported)
+
+
+@needs_native
+def test_the_launcher_on_its_own(native_env: None) -> None:
+    launcher = REAL_NATIVE_DIR / rm.LAUNCHER
+    done = subprocess.run([str(launcher), "--", "no-such-program-xyz"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "PROGRAM no-such-program-xyz: not found on $PATH" in done.stderr
+    done = subprocess.run([str(launcher), "--fast"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "unknown option '--fast'" in done.stderr
+    done = subprocess.run([str(launcher)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "a program is required" in done.stderr
+    done = subprocess.run([str(launcher), "sh", "-c", "exit 5"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 5
 
 
 def _dynamic_symbols(library: Path) -> set[str]:

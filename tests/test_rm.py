@@ -383,8 +383,8 @@ def test_missing_build_says_how_to_build(tmp_path: Path) -> None:
     # conftest points THREADLAB_NATIVE_DIR at an empty directory
     with pytest.raises(UserError, match="threadlab-rm not found .*point it at a build's bin directory"):
         rm.find_native("threadlab-rm")
-    with pytest.raises(UserError, match="libthreadlab-omp.so not found"):
-        rm.shim_environment()
+    with pytest.raises(UserError, match="threadlab-omp-run not found"):
+        rm.omp_launch(["true"])
 
 
 def test_arena_names_follow_the_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

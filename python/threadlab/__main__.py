@@ -2,6 +2,6 @@
 
 import sys
 
-from threadlab.cli import main
+from threadlab.launch import main
 
 sys.exit(main())

@@ -43,6 +43,7 @@ from threadlab.errors import ThreadlabError, UserError
 
 RM_PROGRAM = "threadlab-rm"
 SHIM_LIBRARY = "libthreadlab-omp.so"
+LAUNCHER = "threadlab-omp-run"  # the shim's environment, then exec (native/omp/launch.c)
 DIR_ENV = "THREADLAB_RM_DIR"
 ARENA_ENV = "THREADLAB_RM_ARENA"
 SHM_DIR = Path("/dev/shm")  # where glibc's shm_open keeps the arena
@@ -62,17 +63,6 @@ LOG_MAX_KB_MIN, LOG_MAX_KB_MAX = 4, 1048576
 MAX_CPUS = 1024
 EXIT_NOT_RUNNING = 3  # the daemon's status for --status/--set without a manager
 
-# libgomp's waiting threads spin GOMP_SPINCOUNT times before they sleep
-# (default 300,000 pause instructions: about 9 ms on the reference EPYC,
-# where one pause takes 30 ns).  libgomp reads it once, at start-up, so it
-# must suit every situation a managed program meets: alone on its CPUs,
-# confined with a larger team to fewer CPUs while a long region runs, and
-# cooperating without a manager beside other programs.  100 spins (3 us:
-# about a futex wake-up) catch a partner that arrives at once and cost
-# nothing when it is descheduled; the measurements behind the choice are
-# in docs/omp.md ("Waiting").  A user's own OMP_WAIT_POLICY or
-# GOMP_SPINCOUNT is left alone.
-SPINCOUNT = "100"
 
 _START_TIMEOUT_S = 15.0
 _QUERY_TIMEOUT_S = 15.0
@@ -434,7 +424,7 @@ class Manager:
     """A running threadlab-rm.  Use as a context manager to stop it on exit:
 
         with Manager.start(directory=tmp, policy="equipartition") as rm:
-            env = shim_environment(directory=rm.directory)
+            argv, env = omp_launch(["./cg"], directory=rm.directory)
     """
 
     def __init__(self, directory: Path, pid: int) -> None:
@@ -611,36 +601,27 @@ def _started_pid(stdout: str) -> int | None:
 # -------------------------------------------------------------- the shim
 
 
-def shim_environment(
+def omp_launch(
+    command: Sequence[str],
     base: Mapping[str, str] | None = None,
     *,
     directory: Path | None = None,
     pin: bool = False,
     quiet: bool = False,
-) -> dict[str, str]:
-    """The environment that puts an OpenMP program (gcc/gfortran, libgomp)
-    under the manager of `directory`: the shim preloaded before any
-    LD_PRELOAD already there, OMP_DYNAMIC=true (the user's setting kept in
-    THREADLAB_OMP_DYNAMIC_ORIG: the shim restores it whenever the program
-    runs unmanaged), a bounded spin (SPINCOUNT) unless the user chose a
-    wait policy, the manager's directory and arena, and THREADLAB_OMP_PIN
-    with pin.  With quiet the shim prints no notices."""
+) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment that run `command` (an OpenMP program built
+    with gcc/g++/gfortran, and its arguments) under the manager of
+    `directory`: threadlab-omp-run, which sets the shim's environment
+    (native/omp/env.c: the shim preloaded, OMP_DYNAMIC=true with the
+    user's value kept for when it runs unmanaged, a short spin unless the
+    user chose a wait policy; docs/omp.md) and execs the program.  Here the
+    manager is named: its directory and arena, whichever `directory` (None:
+    the runtime directory) is.  With pin the team threads are pinned to
+    the allocated CPUs; with quiet the shim prints no notices."""
+    launcher = find_native(LAUNCHER)
     env = dict(os.environ if base is None else base)
-    shim = str(find_native(SHIM_LIBRARY))
-    preload = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":") if p and p != shim]
-    env["LD_PRELOAD"] = ":".join([shim, *preload])
-    # Kept across a nested `omp run` (the inner one sees OMP_DYNAMIC=true).
-    env.setdefault("THREADLAB_OMP_DYNAMIC_ORIG", env.get("OMP_DYNAMIC", "unset"))
-    env["OMP_DYNAMIC"] = "true"
-    if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
-        env["GOMP_SPINCOUNT"] = SPINCOUNT
     where = resolve_dir(directory)
     env[DIR_ENV] = str(where)
     env[ARENA_ENV] = arena_name(where)
-    if pin:
-        env["THREADLAB_OMP_PIN"] = "1"
-    else:
-        env.pop("THREADLAB_OMP_PIN", None)
-    if quiet:
-        env["THREADLAB_OMP_QUIET"] = "1"
-    return env
+    options = (["--pin"] if pin else []) + (["--quiet"] if quiet else [])
+    return [str(launcher), *options, "--", *command], env

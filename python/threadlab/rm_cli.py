@@ -338,7 +338,7 @@ def render_status(state: dict[str, Any]) -> Any:
 
 
 def omp_command(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
-    """The program's argv (PATH resolved) and environment."""
+    """The launcher's argv (PROGRAM resolved on $PATH) and environment."""
     command: Sequence[str] = args.command
     if command and command[0] == "--":
         command = command[1:]
@@ -350,16 +350,51 @@ def omp_command(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
         what = "not executable" if os.path.exists(program) else "not found"
         where = "" if os.sep in program else " on $PATH"
         raise UserError(f"PROGRAM {program}: {what}{where}")
-    env = rm.shim_environment(directory=rm.resolve_dir(args.dir), pin=args.pin, quiet=args.quiet)
-    return [found, *command[1:]], env
+    return rm.omp_launch([found, *command[1:]], directory=rm.resolve_dir(args.dir), pin=args.pin, quiet=args.quiet)
 
 
-def cmd_omp_run(args: argparse.Namespace) -> int:
-    argv, env = omp_command(args)
+def _exec(argv: list[str], env: dict[str, str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     try:
         os.execve(argv[0], argv, env)
     except OSError as error:
         raise ThreadlabError(f"cannot run {argv[0]}: {error.strerror}") from None
+
+
+def cmd_omp_run(args: argparse.Namespace) -> int:
+    _exec(*omp_command(args))
     return 1  # not reached
+
+
+def omp_run_fast(words: Sequence[str]) -> None:
+    """`threadlab omp run WORDS` without the front end: the command line is
+    read here (--dir PATH, --pin, --quiet, then PROGRAM), and threadlab-omp-
+    run execed, so that a launch costs the interpreter's start and this
+    module, not the quarter of a second threadlab.cli's imports take
+    (threadlab.launch calls it first).  Returns, having done nothing, for
+    anything else (help, a mistake, a missing build): the full command line
+    then handles it, with its messages."""
+    options = argparse.Namespace(dir=None, pin=False, quiet=False, command=[])
+    rest = list(words)
+    while rest:
+        word = rest[0]
+        if word == "--pin":
+            options.pin = True
+        elif word == "--quiet":
+            options.quiet = True
+        elif word == "--dir" and len(rest) > 1:
+            options.dir = Path(rest.pop(1))
+        elif word.startswith("--dir="):
+            options.dir = Path(word.split("=", 1)[1])
+        elif word == "--" or not word.startswith("-"):
+            break
+        else:
+            return
+        rest.pop(0)
+    options.command = rest
+    try:
+        argv, env = omp_command(options)
+    except ThreadlabError:  # UserError included
+        return
+    _exec(argv, env)

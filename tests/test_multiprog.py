@@ -84,6 +84,9 @@ def test_plan_scenarios() -> None:
     assert {b for (n, b) in cells if n == "mixed"} == {"rm", "passive", "static"}
     late = cells[("late", "rm")].scenario
     assert [(e.kernel, e.at_s) for e in late.entries] == [("cg", 0.0), ("ep", multiprog.LATE_S)]
+    assert late.workload == "cg(S)@0s,ep@0.03s"  # the CG is short beside the EP
+    late_argv = [l.argv for l in multiprog.launches(cells[("late", "static")], plan, None)]
+    assert [a[1:] for a in late_argv] == [["cg", "--size", "S"], ["ep", "--size", "W"]]
     mixed = cells[("mixed", "static")]
     assert mixed.scenario.workload == "ep@0s,cg@0.1s,mg@0.2s" and mixed.degree == 3
     kill = cells[("kill", "rm")].scenario

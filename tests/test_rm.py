@@ -230,7 +230,11 @@ def test_other_work_is_withheld_from_the_programs(lab: Lab) -> None:
     program = lab.probe("--kinds", "parallel", "--work-us", "200", "--seconds", "60")
     lab.registered(manager, program)
     busy = max(os.sched_getaffinity(0))
-    lab.hog(busy)  # keeps one CPU busy: seed 004's independent application
+    # Seed 004's independent application, keeping one CPU busy: two
+    # processes, so that they hold most of it even beside the program's
+    # thread there until the manager withholds it.
+    lab.hog(busy)
+    lab.hog(busy)
     state = poll("the busy CPU withheld",
                  lambda: (s := manager.status()) and busy in _cpus(s["manager"]["withheld"]) and s)
     assert state["manager"]["other_cpus"] >= 0.75

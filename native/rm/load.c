@@ -139,10 +139,8 @@ void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const doub
     load->total = total;
 
     unsigned n = load->nwithheld;
-    if (total >= (double)n + TL_RM_LOAD_WITHHOLD || total <= (double)n - TL_RM_LOAD_WITHHOLD) {
-        double target = total + (1.0 - TL_RM_LOAD_WITHHOLD); /* withheld from total >= k - 1 + 0.75 */
-        n = target > 0 ? (unsigned)target : 0;
-    }
+    if (total >= (double)n + TL_RM_LOAD_WITHHOLD || total <= (double)n - TL_RM_LOAD_RELEASE)
+        n = (unsigned)(total + 0.5);
     if (n > ncpus)
         n = ncpus;
     /* The n CPUs other work keeps busiest; those withheld already win a

@@ -412,12 +412,19 @@ static void other_load(void)
     quantum(&load, 0.5, 0.9, 0.5, 0.0);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
     CHECK(fabs(load.total - 0.9) < 1e-9);
-    /* Hysteresis: at 0.5 CPUs it stays withheld; at 0.25 it is given back,
+    /* Hysteresis: at 0.5 CPUs it stays withheld; at 0.2 it is given back,
      * after one quantum. */
     quantum(&load, 0.5, 0.5, 0.5, 0.0);
     CHECK(load.nwithheld == 1);
     quantum(&load, 0.5, 0.2, 0.5, 0.0);
     CHECK(load.nwithheld == 0 && tl_rm_cpuset_count(&load.withheld) == 0);
+    /* A thread competing with two others for the two CPUs gets 0.67 of one:
+     * that CPU is withheld. */
+    quantum(&load, 0.67, 0.0, 0.0, 0.0);
+    quantum(&load, 0.67, 0.0, 0.0, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
+    quantum(&load, 0.2, 0.0, 0.0, 0.0);
+    CHECK(load.nwithheld == 0);
     /* Both CPUs kept busy by other work: both withheld; the managed
      * program's share is never counted. */
     quantum(&load, 1.0, 1.0, 0.1, 0.0);
@@ -428,8 +435,8 @@ static void other_load(void)
     quantum(&load, 0.2, 0.9, 0.0, 0.0);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
     /* A near tie does not move the withheld CPU. */
-    quantum(&load, 0.85, 0.8, 0.0, 0.0);
-    quantum(&load, 0.85, 0.8, 0.0, 0.0);
+    quantum(&load, 0.6, 0.55, 0.0, 0.0);
+    quantum(&load, 0.6, 0.55, 0.0, 0.0);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
     /* CPUs outside the managed ones are never withheld. */
     memset(&load, 0, sizeof load);

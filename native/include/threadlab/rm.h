@@ -429,8 +429,9 @@ unsigned tl_rm_runnable_now(void);
 
 /* The manager's estimate of other work, per managed CPU, updated once per
  * quantum (tl_rm_load_update), and the CPUs it withholds for it. */
-#define TL_RM_LOAD_WITHHOLD 0.75   /* withhold one more CPU when the load exceeds
+#define TL_RM_LOAD_WITHHOLD 0.5    /* withhold one more CPU when the load exceeds
                                       the CPUs withheld by this much */
+#define TL_RM_LOAD_RELEASE 0.75    /* give one back when it is this much below */
 typedef struct {
     double last[TL_RM_MAX_CPUS];   /* each CPU's share in the previous quantum */
     double other[TL_RM_MAX_CPUS];  /* the share other work kept busy: the smaller of
@@ -446,11 +447,13 @@ typedef struct {
  * much as it was in both of the last two quanta: a program that registers
  * or leaves in the middle of a quantum, whose CPU time the manager cannot
  * split exactly, moves no CPU; work that goes on is seen after two quanta
- * and its end after one.  One more CPU is withheld once the total reaches
- * the count withheld + TL_RM_LOAD_WITHHOLD, one less once it falls to the
- * count - TL_RM_LOAD_WITHHOLD (so the count does not flap on a load near
- * a boundary); the CPUs withheld are those other work keeps busiest, the
- * ones withheld already preferred.  Deterministic (test_rm_policy.c). */
+ * and its end after one.  The count withheld becomes the total rounded
+ * once the total reaches the count + TL_RM_LOAD_WITHHOLD (a thread that
+ * competes with two others for two CPUs gets 0.67 of one) or falls to the
+ * count - TL_RM_LOAD_RELEASE, and stays otherwise (so it does not flap on
+ * a load near a boundary); the CPUs withheld are those other work keeps
+ * busiest, the ones withheld already preferred.  Deterministic
+ * (test_rm_policy.c). */
 void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const double *busy, const double *managed);
 
 /* ---------------------------------------------------- manager liveness */

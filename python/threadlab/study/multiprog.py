@@ -75,6 +75,8 @@ DEFAULT_QUANTUM_MS = 100
 SCENARIOS: tuple[str, ...] = ("mixed", "staggered", "late", "stop", "kill")
 SCENARIO_UNIT_S: dict[str, float] = {"small": 0.01, "S": 0.05, "W": 0.1, "A": 0.5}
 LATE_S = 0.03
+# The late arrival's CG is short beside its EP: one size smaller.
+SHORTER: dict[str, str] = {"small": "small", "S": "small", "W": "S", "A": "W"}
 # The baselines that beat rm's competitors: the target compares rm with the
 # best of these (docs/study-multiprog.md).
 COMPETITORS: tuple[str, ...] = ("passive", "dynamic", "static")
@@ -162,11 +164,12 @@ def static_split(cpus: Sequence[int], k: int) -> list[list[int]]:
 
 @dataclass(frozen=True)
 class Entry:
-    """One program of a scenario: its kernel and when it starts (s after the
-    first)."""
+    """One program of a scenario: its kernel, when it starts (s after the
+    first) and its size (None: the study's)."""
 
     kernel: str
     at_s: float
+    size: str | None = None
 
 
 @dataclass(frozen=True)
@@ -180,8 +183,9 @@ class Scenario:
 
     @property
     def workload(self) -> str:
-        """"ep@0s,cg@0.1s,mg@0.2s": the programs and their start offsets."""
-        return ",".join(f"{e.kernel}@{e.at_s:g}s" for e in self.entries)
+        """"ep@0s,cg@0.1s,mg@0.2s": the programs (with their size when it is
+        not the study's) and their start offsets."""
+        return ",".join(f"{e.kernel}{f'({e.size})' if e.size else ''}@{e.at_s:g}s" for e in self.entries)
 
     @property
     def fault_text(self) -> str | None:
@@ -208,8 +212,10 @@ def scenario(name: str, size: str) -> Scenario:
                         "barrier-heavy regions together",
                         (Entry("sp", 0.0), Entry("cg", u), Entry("ep", 2 * u), Entry("mg", 3 * u)))
     if name == "late":
-        return Scenario(name, f"a short CG, then EP {LATE_S * 1e3:g} ms later: EP's only region must get the CPUs "
-                        "back when CG exits", (Entry("cg", 0.0), Entry("ep", LATE_S)))
+        shorter = SHORTER.get(size, size)
+        return Scenario(name, f"a short CG (size {shorter}), then EP {LATE_S * 1e3:g} ms later: EP's only region "
+                        "must get the CPUs back when CG exits",
+                        (Entry("cg", 0.0, shorter if shorter != size else None), Entry("ep", LATE_S)))
     if name == "stop":
         return Scenario(name, "SP and CG at once, the manager stopped one unit in (rm); the same workload under "
                         "passive libgomp is the reference", (Entry("sp", 0.0), Entry("cg", 0.0)), fault="stop",
@@ -439,16 +445,16 @@ def launches(cell: Cell, plan: Plan, manager_dir: Path | None) -> list[Launch]:
     base = clean_environment()
     own = list(plan.cpus[: cell.cpus]) if cell.dedicated else list(plan.cpus)
     if cell.scenario:
-        programs = [(e.kernel, e.at_s) for e in cell.scenario.entries]
+        programs = [(e.kernel, e.at_s, e.size or plan.size) for e in cell.scenario.entries]
     else:
-        programs = [(cell.app, i * plan.stagger_s) for i in range(cell.degree)]
+        programs = [(cell.app, i * plan.stagger_s, plan.size) for i in range(cell.degree)]
     ask = {"OMP_NUM_THREADS": str(len(own))}
     affinity = own if cell.dedicated else None
     starts = []
     shares = static_split(own, len(programs)) if cell.baseline == "static" else [None] * len(programs)
     extra = {"passive": {"OMP_WAIT_POLICY": "passive"}, "dynamic": {"OMP_DYNAMIC": "true"}}.get(cell.baseline, {})
-    for (kernel, at_s), share in zip(programs, shares):
-        argv = [str(plan.program), kernel, "--size", plan.size]
+    for (kernel, at_s, size), share in zip(programs, shares):
+        argv = [str(plan.program), kernel, "--size", size]
         if cell.baseline == "rm":
             assert manager_dir is not None
             argv, env = rm.omp_launch(argv, base, directory=manager_dir, quiet=True)

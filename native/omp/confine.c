@@ -182,7 +182,9 @@ static void *watcher(void *arg)
         }
         if (cf.active || (cf.applied_valid && !CPU_EQUAL(&cf.applied, &cf.original)))
             apply(&cf.original);
-        tl_rm_futex_wait(&cf.kick, kick, UINT64_C(1000000000));
+        /* Not managed, or managed but its slot is gone: look again when the
+         * shim's state changes, or soon. */
+        tl_rm_futex_wait(&cf.kick, kick, UINT64_C(100000000));
     }
     return NULL;
 }

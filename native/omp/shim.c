@@ -678,8 +678,14 @@ int shim_watch_state(tl_rm_slot **slot, const tl_rm_header **hdr)
 {
     pthread_mutex_lock(&g.lock);
     int state = g.state;
-    *slot = state == TL_OMP_STATE_MANAGED ? g.my : NULL;
-    *hdr = state == TL_OMP_STATE_MANAGED && g.mapped ? g.arena.hdr : NULL;
+    tl_rm_slot *s = state == TL_OMP_STATE_MANAGED ? g.my : NULL;
+    /* A slot the manager freed (and maybe gave to another program) is not
+     * this process's allocation: the next region registers again. */
+    if (s && (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE ||
+              __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE) != g.pid))
+        s = NULL;
+    *slot = s;
+    *hdr = s && g.mapped ? g.arena.hdr : NULL;
     pthread_mutex_unlock(&g.lock);
     return state;
 }

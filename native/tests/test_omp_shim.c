@@ -86,7 +86,9 @@ static void become_manager(tl_rm_header *h)
     h->manager_pid = getpid();
     h->manager_start = tl_rm_proc_start_time(getpid());
     h->manager_heartbeat_ns = tl_rm_now_ns();
-    h->quantum_ms = 10;
+    /* 100 ms: a region counts as long past a quantum, and the regions
+     * here must stay short on a loaded machine. */
+    h->quantum_ms = 100;
     __atomic_add_fetch(&h->generation, 1, __ATOMIC_ACQ_REL);
     __atomic_store_n(&h->manager_state, TL_RM_MANAGER_RUNNING, __ATOMIC_RELEASE);
 }
@@ -221,7 +223,7 @@ static tl_rm_cpuset my_cpus(void)
     return out;
 }
 
-/* Waits (at most 5 s: the watcher acts within a quantum of 10 ms) until
+/* Waits (at most 5 s: the watcher acts at once, or within a quantum) until
  * this thread's CPUs are `want`. */
 static int cpus_become(const tl_rm_cpuset *want)
 {
@@ -234,8 +236,24 @@ static int cpus_become(const tl_rm_cpuset *want)
     return 0;
 }
 
+/* Waits (at most 5 s) until the watcher has applied this process's
+ * current allocation (it writes confined_epoch after the masks). */
+static int watcher_applied(void)
+{
+    int slot = threadlab_omp_slot();
+    if (slot < 0)
+        return 0;
+    tl_rm_slot *mine = &A.slots[slot];
+    for (int i = 0; i < 5000; i++) {
+        if (__atomic_load_n(&mine->confined_epoch, __ATOMIC_ACQUIRE) == __atomic_load_n(&mine->epoch, __ATOMIC_ACQUIRE))
+            return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
 /* A region whose master waits ms milliseconds: longer than the fake
- * manager's quantum of 10 ms. */
+ * manager's quantum of 100 ms. */
 static int long_region(unsigned ms)
 {
     int team = 0;
@@ -433,7 +451,7 @@ static void pass_main(void)
     /* 3b. A region that outlasts a quantum cannot follow the allocation at
      * its end: the next region runs the request (the CPUs follow instead);
      * once regions are short again, the team is the allocation. */
-    CHECK(long_region(30) == 1);
+    CHECK(long_region(150) == 1);
     CHECK(team_of(4) == 4);
     CHECK(team_of(4) == 1);
 
@@ -455,7 +473,8 @@ static void pass_main(void)
         CHECK(cpus_become(&two));
         give(1);
         CHECK(cpus_become(&one));
-        CHECK(A.slots[threadlab_omp_slot()].confined_epoch == A.slots[threadlab_omp_slot()].epoch);
+        /* The watcher says which allocation it applied. */
+        CHECK(watcher_applied());
         CHECK(A.slots[threadlab_omp_slot()].threads >= 2); /* this thread and the watcher at least */
     }
 
@@ -514,7 +533,7 @@ static void pass_main(void)
 
     /* 8. A late manager that still exists keeps managing ... */
     __atomic_store_n(&mgr.beating, 0, __ATOMIC_RELEASE);
-    usleep(40000); /* 4 quanta of 10 ms */
+    wait_coarse_ms(250); /* more than a quantum + 20 ms: late */
     CHECK(team_of(3) == 1 && threadlab_omp_state() == TL_OMP_STATE_MANAGED);
     /* ... one that is gone does not: the watcher notices (while no region
      * starts) and the program cooperates, its threads on all its CPUs. */
@@ -669,13 +688,17 @@ static void pass_pin(void)
     CHECK(threadlab_omp_state() == TL_OMP_STATE_MANAGED);
     CHECK(cpu[0] == first && cpu[1] == second);
 
-    /* The allocation shrinks to one CPU: the master follows. */
+    /* The allocation shrinks to one CPU: the master follows.  (Mid-region
+     * the watcher's mask of the allocated CPUs applies; a region pins
+     * again once the watcher has moved the threads: wait for it.) */
     give(1);
+    CHECK(watcher_applied());
     team_of(2);
     CHECK(only_cpu() == first);
 
     /* The legacy form pins the master before it runs the body. */
     give(2);
+    CHECK(watcher_applied());
     CHECK(team_legacy(2) == 2);
     CHECK(only_cpu() == first);
     stop_manager_thread();

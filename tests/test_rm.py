@@ -237,7 +237,9 @@ def test_other_work_is_withheld_from_the_programs(lab: Lab) -> None:
     lab.hog(busy)
     state = poll("the busy CPU withheld",
                  lambda: (s := manager.status()) and busy in _cpus(s["manager"]["withheld"]) and s)
-    assert state["manager"]["other_cpus"] >= 0.75
+    # Withheld once it reached 0.5 CPU, and kept until it falls to 0.25
+    # (docs/rm.md "Other work").
+    assert state["manager"]["other_cpus"] > 0.25
     app = poll("the program's allocation without it",
                lambda: (a := lab.app(manager.status(), program.pid)) and busy not in _cpus(a["cpus"]) and a)
     assert app["owned"] <= NCPUS - 1 and app["team"] <= NCPUS - 1

@@ -149,6 +149,9 @@ def test_plan_refuses_bad_values() -> None:
         multiprog.make_plan(program=FAKE, cpus=[0, 1], policy="fair")
     with pytest.raises(UserError, match="--degree 0"):
         multiprog.make_plan(program=FAKE, cpus=[0, 1], degrees=[0])
+    with pytest.raises(UserError, match="--other-load all: expected count or ignore"):
+        multiprog.make_plan(program=FAKE, cpus=[0, 1], other_load="all")
+    assert multiprog.make_plan(program=FAKE, cpus=[0, 1], seed=1).options()["other_load"] == "count"
 
 
 @pytest.mark.parametrize("args, named", [
@@ -160,6 +163,7 @@ def test_plan_refuses_bad_values() -> None:
     (["--policy", "fifo"], "--policy fifo: expected one of"),
     (["--size", "huge"], "--size huge"),
     (["--scenarios", "every"], "unknown scenario 'every'"),
+    (["--other-load", "some"], "invalid choice: 'some'"),
 ])
 def test_cli_bad_input_is_a_usage_error_without_traceback(run_cli: Any, args: list[str], named: str) -> None:
     code, out, err = run_cli("study", "multiprog", *args)

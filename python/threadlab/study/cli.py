@@ -123,6 +123,9 @@ def _add_multiprog(studies: Any, common: argparse.ArgumentParser) -> None:
     m.add_argument("--policy", type=_rm_policy, metavar="P",
                    help=f"the manager's policy under rm: {', '.join(rm_policies())} (default "
                    f"{multiprog.DEFAULT_POLICY}, the seed's time-sharing space sharing)")
+    m.add_argument("--other-load", choices=rm_other_load(), default="count",
+                   help="under rm, count (default) the CPUs other work keeps busy and withhold them, as the "
+                   "manager does by default, or ignore them (docs/rm.md \"Other work\")")
     m.add_argument("--quantum-ms", type=cli.number("--quantum-ms", int, 1, 60000, "milliseconds"), metavar="MS",
                    help=f"the manager's quantum (default {multiprog.DEFAULT_QUANTUM_MS}; the seed used 120)")
     m.add_argument("--quick", action="store_true",
@@ -155,6 +158,12 @@ def rm_policies() -> tuple[str, ...]:
     from threadlab import rm
 
     return rm.POLICIES
+
+
+def rm_other_load() -> tuple[str, ...]:
+    from threadlab import rm
+
+    return rm.OTHER_LOAD
 
 
 def _rm_policy(text: str) -> str:
@@ -284,6 +293,7 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
         program=multiprog.find_program(), apps=args.apps, baselines=args.baselines, degrees=args.degree,
         runs=args.runs, size=args.size, stagger_s=args.stagger or 0.0, seed=args.seed,
         dedicated=not args.no_dedicated, scenarios=args.scenarios, policy=args.policy or multiprog.DEFAULT_POLICY,
+        other_load=args.other_load,
         quantum_ms=args.quantum_ms or multiprog.DEFAULT_QUANTUM_MS, timeout_s=args.timeout, quick=args.quick,
     )
     if "rm" in plan.baselines:  # both must exist before anything runs

@@ -295,6 +295,7 @@ class Plan:
     dedicated: bool
     scenarios: list[str]
     policy: str
+    other_load: str
     quantum_ms: int
     timeout_s: float
     quick: bool
@@ -307,7 +308,7 @@ class Plan:
             "study": STUDY, "apps": self.apps, "baselines": self.baselines, "degrees": self.degrees,
             "runs": self.runs, "size": self.size, "stagger_s": self.stagger_s, "seed": self.seed,
             "cpus": self.cpus, "dedicated": self.dedicated, "scenarios": self.scenarios, "policy": self.policy,
-            "quantum_ms": self.quantum_ms,
+            "other_load": self.other_load, "quantum_ms": self.quantum_ms,
             "timeout_s": self.timeout_s, "quick": self.quick,
         }
 
@@ -367,6 +368,7 @@ def make_plan(
     dedicated: bool = True,
     scenarios: Sequence[str] | None = None,
     policy: str = DEFAULT_POLICY,
+    other_load: str = "count",
     quantum_ms: int = DEFAULT_QUANTUM_MS,
     timeout_s: float | None = None,
     quick: bool = False,
@@ -385,6 +387,8 @@ def make_plan(
         raise UserError(f"--stagger {stagger_s:g}: expected seconds from 0 to {MAX_STAGGER_S:g}")
     cpus = list(cpus) if cpus is not None else allowed_cpus()
     policy = rm.check_policy(policy, "--policy")
+    if other_load not in rm.OTHER_LOAD:
+        raise UserError(f"--other-load {other_load}: expected {' or '.join(rm.OTHER_LOAD)}")
     quantum_ms = rm.check_quantum(quantum_ms)
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "little")
@@ -405,7 +409,8 @@ def make_plan(
                 cells.append(Cell(len(cells), name, baseline, len(sc.entries), len(cpus), False, scenario=sc))
     numbered = interleaved_jobs([cell.index for cell in cells], runs, seed)
     return Plan(apps=apps, baselines=baselines, degrees=degrees, runs=runs, size=size, stagger_s=stagger_s,
-                seed=seed, cpus=cpus, dedicated=dedicated, scenarios=scenarios, policy=policy, quantum_ms=quantum_ms,
+                seed=seed, cpus=cpus, dedicated=dedicated, scenarios=scenarios, policy=policy, other_load=other_load,
+                quantum_ms=quantum_ms,
                 timeout_s=timeout_s or (QUICK_TIMEOUT_S if quick else DEFAULT_TIMEOUT_S), quick=quick,
                 program=program, cells=cells, jobs=numbered)
 
@@ -568,7 +573,8 @@ def run_experiment(plan: Plan, cell: Cell, stop: StopRequest) -> Experiment | No
             own = plan.cpus[: cell.cpus]
             # Owned by this process: a study killed even by SIGKILL takes
             # its manager, arena and directory with it.
-            manager = rm.Manager.start_private(policy=plan.policy, quantum_ms=plan.quantum_ms, cpus=own)
+            manager = rm.Manager.start_private(policy=plan.policy, quantum_ms=plan.quantum_ms, cpus=own,
+                                               other_load=plan.other_load)
         starts = launches(cell, plan, manager.directory if manager else None)
         deadline = time.monotonic() + plan.timeout_s
         first = time.monotonic()
@@ -766,6 +772,7 @@ def _extra(cell: Cell, plan: Plan) -> dict[str, Any]:
         "runs_planned": plan.runs, "runs_done": cell.runs_done, "runs_failed": len(cell.failures),
         "seed": plan.seed, "program": PROGRAM, "policy": plan.policy if cell.baseline == "rm" else None,
         "quantum_ms": plan.quantum_ms if cell.baseline == "rm" else None,
+        "other_load": plan.other_load if cell.baseline == "rm" else None,
         "team_min": min(cell.teams) if cell.teams else None, "team_max": max(cell.teams) if cell.teams else None,
         "team_mean": (sum(t * n for t, n in cell.teams.items()) / regions) if regions else None,
         "teams": ",".join(f"{t}:{n}" for t, n in sorted(cell.teams.items())) or None,
@@ -855,7 +862,7 @@ def dry_run_lines(plan: Plan) -> Iterable[str]:
             at = f"at {launch.at_s:g} s: " if launch.at_s else ""
             shown.append(f"{at}{env} {cpus}{shlex.join(launch.argv)}")
         more = f"  (+{len(starts) - 2} more)" if len(starts) > len(shown) else ""
-        manager = (f"# threadlab-rm --policy {plan.policy} --quantum-ms {plan.quantum_ms} "
+        manager = (f"# threadlab-rm --policy {plan.policy} --quantum-ms {plan.quantum_ms} --other-load {plan.other_load} "
                    f"--cpus {rm.cpu_list(plan.cpus[: cell.cpus])} --owner {os.getpid()}\n"
                    if cell.baseline == "rm" else "")
         fault = f", {cell.scenario.fault_text}" if cell.scenario and cell.scenario.fault_text else ""

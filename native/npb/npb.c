@@ -11,7 +11,8 @@
  * regions started), team_min/team_max/teams (the team sizes those regions
  * got: under threadlab-rm they follow the allocation), max_threads
  * (omp_get_max_threads()), managed (the shim's state: true, false, or null
- * without the shim), and mops.
+ * without the shim), shim_state (TL_OMP_STATE_*: 2 managed, 3 cooperative
+ * after the manager left; -1 without the shim), and mops.
  *
  * Exit status: 0 verified; 1 ran but did not verify; 2 usage error.
  */
@@ -199,8 +200,8 @@ int main(int argc, char **argv)
             printf("%s\"%d\": %ld", first ? "" : ", ", t, team_hist[t]);
             first = 0;
         }
-    printf("}, \"max_threads\": %d, \"managed\": %s", omp_get_max_threads(),
-           state ? (state() == TL_OMP_STATE_MANAGED ? "true" : "false") : "null");
+    printf("}, \"max_threads\": %d, \"managed\": %s, \"shim_state\": %d", omp_get_max_threads(),
+           state ? (state() == TL_OMP_STATE_MANAGED ? "true" : "false") : "null", state ? state() : -1);
     json_num("wall_s", npb_wtime() - started);
     printf("}\n");
     return r.verified && rc == 0 ? 0 : 1;

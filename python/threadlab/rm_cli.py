@@ -63,6 +63,14 @@ def add_parsers(commands: Any) -> None:
     start.add_argument("--slots", type=cli.number("--slots", int, rm.SLOTS_MIN, rm.SLOTS_MAX), metavar="N",
                        help=f"arena slots: how many programs it manages at once, {rm.SLOTS_MIN}..{rm.SLOTS_MAX} "
                        "(default 64); more programs run unmanaged, with a warning")
+    start.add_argument("--other-load", choices=rm.OTHER_LOAD, default=None,
+                       help="count (the default): CPUs that work it does not manage keeps busy (programs it "
+                       "refused or that run without the shim, anything else runnable) are no program's, measured "
+                       "every quantum; ignore: divide every CPU among its programs")
+    start.add_argument("--log-max-kb", type=cli.number("--log-max-kb", int, rm.LOG_MAX_KB_MIN, rm.LOG_MAX_KB_MAX),
+                       metavar="N", default=None,
+                       help=f"rotate rm.log to rm.log.1 once it reaches N KiB, {rm.LOG_MAX_KB_MIN}..{rm.LOG_MAX_KB_MAX} "
+                       "(default 256): the two never hold more than twice that")
     start.add_argument("--reset", action="store_true",
                        help="replace an arena left by another threadlab version (its programs run unmanaged)")
     start.add_argument("--foreground", action="store_true",
@@ -168,7 +176,8 @@ def cmd_start(args: argparse.Namespace) -> int:
     if args.foreground:
         return _foreground(args, directory)
     manager = rm.Manager.start(directory=directory, policy=args.policy, quantum_ms=args.quantum_ms,
-                               cpus=args.cpus, slots=args.slots, reset=args.reset)
+                               cpus=args.cpus, slots=args.slots, reset=args.reset, other_load=args.other_load,
+                               log_max_kb=args.log_max_kb)
     state = manager.status()
     m = state.get("manager", {})
     print(f"threadlab-rm started (pid {manager.pid}): policy {m.get('policy')}, quantum {m.get('quantum_ms')} ms, "
@@ -183,7 +192,7 @@ def _foreground(args: argparse.Namespace, directory: Path) -> int:
     program = rm.find_native(rm.RM_PROGRAM)
     argv = [str(program), "--foreground", "--verbose",
             *rm.daemon_args(policy=args.policy, quantum_ms=args.quantum_ms, cpus=args.cpus, slots=args.slots,
-                            reset=args.reset)]
+                            reset=args.reset, other_load=args.other_load, log_max_kb=args.log_max_kb)]
     os.close(rm.open_directory(directory, create=True))
     env = rm.daemon_env(directory)
     sys.stdout.flush()
@@ -300,6 +309,11 @@ def render_status(state: dict[str, Any]) -> Any:
     else:
         lines.append(Text(f"manager: NOT RUNNING (last pid {m.get('pid')}, state {m.get('state')}); "
                           "its programs run unmanaged"))
+    if state.get("running") and m.get("other_load") == "count":
+        lines.append(Text(f"other work: {float(m.get('other_cpus') or 0):.2f} CPUs busy, CPUs withheld: "
+                          f"{m.get('withheld') or 'none'} (measured every quantum)"))
+    elif state.get("running") and m.get("other_load") == "ignore":
+        lines.append(Text("other work: ignored (--other-load ignore)"))
     lines.append(Text(f"counters: {c.get('arrivals', 0)} arrivals, {c.get('reallocations', 0)} reallocations, "
                       f"{c.get('reclaimed', 0)} slots reclaimed from dead programs, "
                       f"{c.get('full', 0)} refused (arena full)"))
@@ -327,7 +341,7 @@ def render_status(state: dict[str, Any]) -> Any:
 
 
 def omp_command(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
-    """The program's argv (PATH resolved) and environment."""
+    """The launcher's argv (PROGRAM resolved on $PATH) and environment."""
     command: Sequence[str] = args.command
     if command and command[0] == "--":
         command = command[1:]
@@ -339,16 +353,51 @@ def omp_command(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
         what = "not executable" if os.path.exists(program) else "not found"
         where = "" if os.sep in program else " on $PATH"
         raise UserError(f"PROGRAM {program}: {what}{where}")
-    env = rm.shim_environment(directory=rm.resolve_dir(args.dir), pin=args.pin, quiet=args.quiet)
-    return [found, *command[1:]], env
+    return rm.omp_launch([found, *command[1:]], directory=rm.resolve_dir(args.dir), pin=args.pin, quiet=args.quiet)
 
 
-def cmd_omp_run(args: argparse.Namespace) -> int:
-    argv, env = omp_command(args)
+def _exec(argv: list[str], env: dict[str, str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     try:
         os.execve(argv[0], argv, env)
     except OSError as error:
         raise ThreadlabError(f"cannot run {argv[0]}: {error.strerror}") from None
+
+
+def cmd_omp_run(args: argparse.Namespace) -> int:
+    _exec(*omp_command(args))
     return 1  # not reached
+
+
+def omp_run_fast(words: Sequence[str]) -> None:
+    """`threadlab omp run WORDS` without the front end: the command line is
+    read here (--dir PATH, --pin, --quiet, then PROGRAM), and threadlab-omp-
+    run execed, so that a launch costs the interpreter's start and this
+    module, not the quarter of a second threadlab.cli's imports take
+    (threadlab.__main__ calls it first).  Returns, having done nothing, for
+    anything else (help, a mistake, a missing build): the full command line
+    then handles it, with its messages."""
+    options = argparse.Namespace(dir=None, pin=False, quiet=False, command=[])
+    rest = list(words)
+    while rest:
+        word = rest[0]
+        if word == "--pin":
+            options.pin = True
+        elif word == "--quiet":
+            options.quiet = True
+        elif word == "--dir" and len(rest) > 1:
+            options.dir = Path(rest.pop(1))
+        elif word.startswith("--dir="):
+            options.dir = Path(word.split("=", 1)[1])
+        elif word == "--" or not word.startswith("-"):
+            break
+        else:
+            return
+        rest.pop(0)
+    options.command = rest
+    try:
+        argv, env = omp_command(options)
+    except ThreadlabError:  # UserError included
+        return
+    _exec(argv, env)

@@ -134,7 +134,9 @@ def _add_multiprog(studies: Any, common: argparse.ArgumentParser) -> None:
         "started at once (or --stagger'ed), each asking for every CPU, under five baselines: rm (threadlab-rm, a "
         "private manager per experiment, and the libgomp shim), gomp (plain libgomp defaults), passive "
         "(OMP_WAIT_POLICY=passive), dynamic (OMP_DYNAMIC=true), static (each instance bound to its share of the "
-        "CPUs, OMP_NUM_THREADS = its size); plus dedicated runs of one instance on 1..N CPUs (rm and gomp). "
+        "CPUs, OMP_NUM_THREADS = its size); plus dedicated runs of one instance on 1..N CPUs (rm and gomp), "
+        "and scenarios where the manager should win: kernels mixed and arriving staggered, a late arrival, and "
+        "faults (the manager stopped, a program SIGKILLed mid-run). "
         "Measures each instance's turnaround (start to exit), context switches and team sizes, and each "
         "workload's maximum turnaround and makespan; every instance must verify its result. All experiments run "
         "in a seeded random order. Prints the seed's Table 1 (dedicated) and Table 2 (mean turnaround per "
@@ -161,9 +163,15 @@ def _add_multiprog(studies: Any, common: argparse.ArgumentParser) -> None:
                    help=f"kernel size, one of {', '.join(multiprog.SIZES)} (default {multiprog.DEFAULT_SIZE}, like NAS "
                    f"class W; {multiprog.QUICK_SIZE} with --quick)")
     m.add_argument("--no-dedicated", action="store_true", help="skip the dedicated runs (Table 1)")
+    m.add_argument("--scenarios", type=multiprog.parse_scenarios, metavar="LIST",
+                   help=f"scenarios, comma-separated from {', '.join(multiprog.SCENARIOS)}, or none (default: all; "
+                   "docs/study-multiprog.md says what each runs)")
     m.add_argument("--policy", type=_rm_policy, metavar="P",
                    help=f"the manager's policy under rm: {', '.join(rm_policies())} (default "
                    f"{multiprog.DEFAULT_POLICY}, the seed's time-sharing space sharing)")
+    m.add_argument("--other-load", choices=rm_other_load(), default="count",
+                   help="under rm, count (default) the CPUs other work keeps busy and withhold them, as the "
+                   "manager does by default, or ignore them (docs/rm.md \"Other work\")")
     m.add_argument("--quantum-ms", type=cli.number("--quantum-ms", int, 1, 60000, "milliseconds"), metavar="MS",
                    help=f"the manager's quantum (default {multiprog.DEFAULT_QUANTUM_MS}; the seed used 120)")
     m.add_argument("--quick", action="store_true",
@@ -196,6 +204,12 @@ def rm_policies() -> tuple[str, ...]:
     from threadlab import rm
 
     return rm.POLICIES
+
+
+def rm_other_load() -> tuple[str, ...]:
+    from threadlab import rm
+
+    return rm.OTHER_LOAD
 
 
 def _rm_policy(text: str) -> str:
@@ -327,7 +341,8 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
     plan = multiprog.make_plan(
         program=multiprog.find_program(), apps=args.apps, baselines=args.baselines, degrees=args.degree,
         runs=args.runs, size=args.size, stagger_s=args.stagger or 0.0, seed=args.seed,
-        dedicated=not args.no_dedicated, policy=args.policy or multiprog.DEFAULT_POLICY,
+        dedicated=not args.no_dedicated, scenarios=args.scenarios, policy=args.policy or multiprog.DEFAULT_POLICY,
+        other_load=args.other_load,
         quantum_ms=args.quantum_ms or multiprog.DEFAULT_QUANTUM_MS, timeout_s=args.timeout, quick=args.quick,
     )
     if "rm" in plan.baselines:  # both must exist before anything runs
@@ -335,6 +350,7 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
 
         rm.find_native(rm.RM_PROGRAM)
         rm.find_native(rm.SHIM_LIBRARY)
+        rm.find_native(rm.LAUNCHER)
     if args.dry_run:
         for line in multiprog.dry_run_lines(plan):
             print(line)
@@ -342,6 +358,7 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
         return cli.EXIT_OK
     header = (f"study multiprog: {len(plan.apps)} kernels x {len(plan.baselines)} baselines x degrees "
               f"{','.join(map(str, plan.degrees))}" + (" + dedicated runs" if plan.dedicated else "")
+              + (f" + scenarios {','.join(plan.scenarios)}" if plan.scenarios else "")
               + f" = {len(plan.cells)} cells, {plan.runs} experiments each: {len(plan.jobs)} experiments in a "
               f"random order (seed {plan.seed}), size {plan.size}, CPUs {','.join(map(str, plan.cpus))}")
     label, status, result, elapsed = _stored_study(

@@ -159,7 +159,7 @@ def mean_cell(record: Mapping[str, Any] | None, notes: Footnotes) -> str:
     assert record is not None
     samples = record["samples"]
     mean = float(sum(samples) / len(samples))
-    return _interval_text(mean, stats.mean_ci(samples), record["unit"]) + _marks([record], notes)
+    return _interval_text(mean, stats.mean_interval(samples, record["unit"]), record["unit"]) + _marks([record], notes)
 
 
 @dataclass

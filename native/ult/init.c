@@ -69,6 +69,7 @@ void tl_ult_config_init(tl_ult_config *cfg)
     cfg->overflow_handler = 1;
     cfg->spin_us = (unsigned)env_ulong("TL_ULT_SPIN_US", 50);
     cfg->inline_join = (int)env_ulong("TL_ULT_INLINE_JOIN", 1);
+    cfg->external = 0;
 }
 
 int tl_ult_initialized(void)
@@ -100,7 +101,7 @@ static void free_vps(void)
         if (vp->sched_stack)
             munmap(vp->sched_stack, vp->sched_stack_size);
 #if TLU_TSAN
-        if (i == 0 && vp->sched.tsan_fiber)
+        if (i == 0 && !tlu_rt.external && vp->sched.tsan_fiber)
             __tsan_destroy_fiber(vp->sched.tsan_fiber);
 #endif
         free(vp);
@@ -147,7 +148,7 @@ static int setup_vp(unsigned i, const int *cpus, int ncpus)
     vp->sched.bound_vp = (int16_t)i;
     vp->sched.vp = vp;
     vp->sched.state = TS_RUNNING;
-    if (i == 0) {
+    if (i == 0 && !tlu_rt.external) {
         vp->sched_stack_size = SCHED_STACK;
         vp->sched_stack = mmap(NULL, SCHED_STACK, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -200,6 +201,9 @@ int tl_ult_init(const tl_ult_config *cfg_in)
     pthread_mutex_init(&tlu_rt.lock, NULL);
     tlu_rt.cfg = cfg;
     tlu_rt.nvps = cfg.nvps;
+    tlu_rt.external = cfg.external != 0;
+    atomic_init(&tlu_rt.active, cfg.nvps);
+    tlu_identity_init();
     tlu_rt.page = (size_t)sysconf(_SC_PAGESIZE);
     if (getrandom(&tlu_rt.canary, sizeof tlu_rt.canary, GRND_NONBLOCK) != sizeof tlu_rt.canary)
         tlu_rt.canary = 0x5a17c0de5a17c0deull ^ tlu_now_ns() ^ (uintptr_t)&tlu_rt;
@@ -226,8 +230,22 @@ int tl_ult_init(const tl_ult_config *cfg_in)
         if ((err = setup_vp(i, cpus, ncpus)))
             goto fail;
 
+    if (tlu_rt.external) {
+        /* every VP is a thread of ours; the caller stays external */
+        if (cfg.stack_mode == TL_ULT_STACK_GUARD && cfg.overflow_handler &&
+            (err = tlu_stack_install_handler()))
+            goto fail;
+        tlu_rt.initialized = 1;
+        if ((err = tlu_vp_start_all())) {
+            tlu_rt.initialized = 0;
+            goto fail;
+        }
+        return 0;
+    }
+
     /* the caller becomes the primordial ULT of VP 0 */
     tlu_vp *vp0 = tlu_rt.vps[0];
+    vp0->own_tcb = tlu_read_tp();
     tlu_thread *m = tlu_desc_alloc(NULL);
     if (!m) {
         err = ENOMEM;
@@ -287,6 +305,17 @@ int tl_ult_finalize(void)
     if (!tlu_rt.initialized)
         return EAGAIN;
     tlu_vp *vp = tlu_vp_self();
+    if (tlu_rt.external) {
+        if (vp)
+            return EPERM;
+        while (live_threads() > 0) {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+        tlu_vp_stop_all();
+        teardown();
+        return 0;
+    }
     if (!vp || vp->current != tlu_rt.main_thread)
         return EPERM;
     /* every other ULT must finish; VP 0 keeps scheduling meanwhile */

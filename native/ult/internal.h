@@ -193,6 +193,9 @@ struct tl_ult_thread {
     tlu_thread *successor;     /* satisfied when this thread finishes */
     void **tls;               /* tl_ult_setspecific table, lazily allocated */
     void *inline_jb;          /* jump buffer of the joiner running it inline */
+    void *local;              /* tl_ult_set_local */
+    struct tl_ult_identity *ident; /* the kernel-thread TLS it wears, NULL: its VP's */
+    _Atomic uint32_t *wait_addr; /* tl_ult_wait: the word it is parked on */
 #if TLU_ASAN
     void *asan_fake;          /* ASan fake stack saved while switched out */
 #endif
@@ -299,7 +302,9 @@ enum tlu_post_kind {
     POST_WD_WAIT,      /* register post_thread as waiter of work descriptor */
 };
 
-enum tlu_vp_state { VP_RUNNING = 0, VP_SLEEPING = 1 };
+/* VP_STOPPED: told to stop by tl_ult_set_active_vps (id >= tlu_rt.active):
+ * it forwards its queued threads to active VPs and sleeps until active. */
+enum tlu_vp_state { VP_RUNNING = 0, VP_SLEEPING = 1, VP_STOPPED = 2 };
 
 struct tlu_timer {
     uint64_t deadline;
@@ -331,6 +336,9 @@ typedef struct tlu_vp {
     int cpu;                          /* pinned CPU or -1 */
     int in_slowpath;                  /* running on the scheduler stack */
     void *altstack;
+    void *own_tcb;                    /* this kernel thread's TLS (fs base) */
+    struct tl_ult_identity *worn;     /* identity worn now, NULL: its own */
+    unsigned fwd_rr;                  /* round robin of a stopped VP's forwarding */
 
     /* [owner-written, read by all] counters */
     _Atomic uint64_t n_created, n_exited, n_steals, n_inline, n_sleeps;
@@ -349,6 +357,9 @@ typedef struct tlu_vp {
 struct tlu_rt {
     int initialized;
     unsigned nvps;
+    _Atomic unsigned active;          /* VPs 0..active-1 run; the others stop */
+    int external;                     /* tl_ult_config.external: VP 0 is internal too */
+    int fsgsbase;                     /* wrfsbase is usable (identities) */
     tlu_vp **vps;
     tl_ult_config cfg;
     tlu_stack_pool *default_pool;
@@ -523,6 +534,18 @@ static inline void tlu_sched_notify(void)
 
 /* ---- VPs (vp.c) ---------------------------------------------------- */
 
+/* The VP has been told to stop (tl_ult_set_active_vps): it must not pick
+ * new work; it forwards what it holds and sleeps. VP 0 never stops. */
+static inline int tlu_vp_must_stop(const tlu_vp *vp)
+{
+    return vp->id >= atomic_load_explicit(&tlu_rt.active, RLX);
+}
+/* An active VP other than vp for work a stopped VP gives away. */
+tlu_vp *tlu_vp_active_target(tlu_vp *vp);
+/* Wakes vp whether it sleeps idle or stopped (a stopped VP forwards what
+ * was pushed to it). */
+void tlu_vp_kick(tlu_vp *vp);
+
 int tlu_vp_start_all(void);
 void tlu_vp_stop_all(void);
 void tlu_vp_wake_one(void);
@@ -544,6 +567,42 @@ tlu_thread *tlu_desc_alloc(tlu_vp *vp);
 void tlu_desc_release(tlu_vp *vp, tlu_thread *t);
 void tlu_desc_finalize(void);
 tlu_thread *tlu_thread_current(void);
+
+/* ---- kernel-thread TLS identities (identity.c) ----------------------- */
+
+/* A kernel thread's TLS block (its thread pointer, the x86-64 fs base)
+ * that a ULT wears wherever it runs: the donor kernel thread sleeps in a
+ * raw futex wait and never touches it meanwhile. `worn` makes a block
+ * worn by one kernel thread at a time. */
+struct tl_ult_identity {
+    void *tcb;                  /* the thread pointer to load into fs */
+    _Atomic uint32_t worn;      /* 1 while a VP (or its lender) uses it */
+    _Atomic uint32_t returned;  /* run_as_self: futex word of the lender */
+    int returning;              /* run_as_self: its ULT has finished */
+    int donor;                  /* 1: a kernel thread of ours sleeps under it */
+    _Atomic uint32_t quit;      /* the donor's futex word */
+    pthread_t thread;
+};
+
+/* Makes vp wear next's identity (its own TLS when next has none). */
+void tlu_wear_slow(tlu_vp *vp, struct tl_ult_identity *want);
+static inline void tlu_wear(tlu_vp *vp, tlu_thread *next)
+{
+    if (TLU_UNLIKELY(next->ident != vp->worn))
+        tlu_wear_slow(vp, next->ident);
+}
+/* The calling kernel thread's thread pointer. */
+static inline void *tlu_read_tp(void)
+{
+#if defined(__x86_64__)
+    void *tp;
+    __asm__ volatile("movq %%fs:0, %0" : "=r"(tp));
+    return tp;
+#else
+    return NULL;
+#endif
+}
+void tlu_identity_init(void);
 
 /* ---- others --------------------------------------------------------- */
 
@@ -716,6 +775,7 @@ static inline __attribute__((always_inline)) void tlu_switch_to(tlu_vp *vp, tlu_
     next->state = TS_RUNNING;
     next->vp = vp;
     vp->current = (next->flags & TF_SCHED) ? NULL : next;
+    tlu_wear(vp, next);
     tlu_san_start_switch(cur, next, exiting);
     tlu_ctx_jump(&cur->ctx, &next->ctx);
     /* resumed, possibly on another VP */

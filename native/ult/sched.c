@@ -54,16 +54,21 @@ void tlu_sched_park(tlu_thread *self, unsigned kind, void *arg)
 
 /* ---- making threads ready -------------------------------------------- */
 
+/* VP 0 is the primordial thread's kernel thread, which may be blocked in
+ * the kernel (a join, a read): work from external threads goes elsewhere
+ * when there is an elsewhere. */
 static tlu_vp *external_target(void)
 {
-    unsigned n = tlu_rt.nvps;
+    unsigned n = atomic_load_explicit(&tlu_rt.active, RLX);
+    unsigned first = (n > 1 && !tlu_rt.external) ? 1 : 0;
+    unsigned span = n - first;
     unsigned start = atomic_fetch_add_explicit(&tlu_rt.rr, 1, RLX);
-    for (unsigned i = 0; i < n; i++) {
-        tlu_vp *v = tlu_rt.vps[(start + i) % n];
+    for (unsigned i = 0; i < span; i++) {
+        tlu_vp *v = tlu_rt.vps[first + (start + i) % span];
         if (atomic_load_explicit(&v->state, RLX) == VP_SLEEPING)
             return v;
     }
-    return tlu_rt.vps[start % n];
+    return tlu_rt.vps[first + start % span];
 }
 
 void tlu_sched_inbox_push(tlu_vp *target, tlu_thread *t)
@@ -72,13 +77,17 @@ void tlu_sched_inbox_push(tlu_vp *target, tlu_thread *t)
     do {
         t->link = h;
     } while (!atomic_compare_exchange_weak_explicit(&target->inbox, &h, t, SEQ, RLX));
-    /* Dekker with vp_idle: it stores SLEEPING, then reads the inbox */
-    if (atomic_load_explicit(&target->state, SEQ) == VP_SLEEPING)
-        tlu_vp_wake(target);
+    /* Dekker with vp_idle: it stores SLEEPING (or STOPPED), then reads the inbox */
+    if (atomic_load_explicit(&target->state, SEQ) != VP_RUNNING)
+        tlu_vp_kick(target);
 }
 
 void tlu_sched_push_new(tlu_vp *vp, tlu_thread *t)
 {
+    if (TLU_UNLIKELY(t->bound_vp >= 0)) {
+        tlu_sched_ready(vp, t, 0); /* its VP's private queues */
+        return;
+    }
     if (TLU_UNLIKELY(!vp)) {
         tlu_sched_inbox_push(external_target(), t);
         return;
@@ -251,6 +260,27 @@ static inline tlu_thread *pick_local(tlu_vp *vp)
     return tlu_runq_pop(vp);
 }
 
+/* Takes the inbox of victim, a VP that may be busy in one long ULT or
+ * blocked in the kernel: threads bound elsewhere go on to their VP. */
+static tlu_thread *steal_inbox(tlu_vp *vp, tlu_vp *victim)
+{
+    tlu_thread *l = atomic_exchange_explicit(&victim->inbox, NULL, ACQ);
+    tlu_thread *got = NULL;
+    while (l) {
+        tlu_thread *t = l;
+        l = l->link;
+        if (t->bound_vp >= 0 && t->bound_vp != (int)vp->id)
+            tlu_sched_inbox_push(tlu_rt.vps[t->bound_vp], t);
+        else if (t->bound_vp >= 0)
+            tlu_runq_push(vp, t);
+        else if (!got)
+            got = t;
+        else
+            tlu_deque_push(&vp->dq, t);
+    }
+    return got;
+}
+
 static tlu_thread *steal_work(tlu_vp *vp, int take_next)
 {
     unsigned n = tlu_rt.nvps;
@@ -273,6 +303,10 @@ static tlu_thread *steal_work(tlu_vp *vp, int take_next)
             t = NULL;
         if (!t && take_next && atomic_load_explicit(&v->next, RLX))
             t = atomic_exchange_explicit(&v->next, NULL, ACQ);
+        /* only from a running VP: a sleeping one was woken by the push */
+        if (!t && take_next && atomic_load_explicit(&v->inbox, RLX) &&
+            atomic_load_explicit(&v->state, RLX) == VP_RUNNING)
+            t = steal_inbox(vp, v);
         if (t) {
             TLU_OWNER_INC(vp->n_steals, 1);
             return t;
@@ -284,6 +318,8 @@ static tlu_thread *steal_work(tlu_vp *vp, int take_next)
 tlu_thread *tlu_sched_pick(tlu_vp *vp, int steal, int from_sched)
 {
     tlu_thread *t;
+    if (TLU_UNLIKELY(tlu_vp_must_stop(vp)))
+        return from_sched ? NULL : &vp->sched; /* the scheduler forwards and stops */
     if (TLU_UNLIKELY((++vp->tick & 31) == 0)) {
         t = pick_periodic(vp);
         if (t)
@@ -322,7 +358,7 @@ int tlu_sched_has_work(tlu_vp *vp)
         if (v == vp)
             continue;
         if (atomic_load_explicit(&v->dq.bottom, SEQ) > atomic_load_explicit(&v->dq.top, SEQ) ||
-            atomic_load_explicit(&v->next, SEQ))
+            atomic_load_explicit(&v->next, SEQ) || atomic_load_explicit(&v->inbox, SEQ))
             return 1;
     }
     return 0;
@@ -341,7 +377,7 @@ void tl_ult_yield(void)
     if (TLU_UNLIKELY(!cur))
         return;
     tlu_thread *next;
-    if (TLU_LIKELY((++vp->tick & 31) != 0 && vp->runq_head &&
+    if (TLU_LIKELY((++vp->tick & 31) != 0 && vp->runq_head && !tlu_vp_must_stop(vp) &&
                   !atomic_load_explicit(&vp->next, RLX) && tlu_deque_size_hint(&vp->dq) <= 0 &&
                   !atomic_load_explicit(&vp->inbox, RLX))) {
         /* the common case of yielding threads: the next yielder in line */

@@ -160,7 +160,8 @@ int tlu_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
     if (TLU_UNLIKELY(!fn || ndeps > TLU_DEP_WAITING - 1))
         return EINVAL;
     tlu_stack_pool *pool = tlu_rt.default_pool;
-    int detached = 0;
+    int detached = 0, place = TL_ULT_VP_ANY, bound = 0;
+    struct tl_ult_identity *ident = NULL;
     if (attr) {
         if (attr->stack_size && attr->stack_size != pool->usable) {
             int err;
@@ -169,8 +170,18 @@ int tlu_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
                 return err;
         }
         detached = attr->detached;
+        place = attr->vp;
+        bound = attr->bound;
+        ident = attr->identity;
+        if (TLU_UNLIKELY(place < TL_ULT_VP_ANY || place >= (int)tlu_rt.nvps))
+            return EINVAL;
     }
     tlu_vp *vp = tlu_vp_self_fast();
+    if (TLU_UNLIKELY(bound && place == TL_ULT_VP_ANY)) {
+        if (!vp)
+            return EINVAL;
+        place = (int)vp->id;
+    }
     tlu_thread *t = tlu_desc_alloc(vp);
     if (TLU_UNLIKELY(!t))
         return ENOMEM;
@@ -182,12 +193,15 @@ int tlu_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
     t->stack_size = (uint32_t)pool->usable;
     t->state = TS_NEW;
     t->flags = 0;
-    t->bound_vp = -1;
+    t->bound_vp = (int16_t)(bound ? place : -1);
     t->pool = pool;
     atomic_store_explicit(&t->join, detached ? TLU_JOIN_DETACHED : TLU_JOIN_NONE, RLX);
     t->successor = successor;
     t->tls = NULL;
     t->inline_jb = NULL;
+    t->local = NULL;
+    t->ident = ident;
+    t->wait_addr = NULL;
 #if TLU_ASAN
     t->asan_fake = NULL;
 #endif
@@ -203,6 +217,13 @@ int tlu_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
         return 0;
     }
     atomic_store_explicit(&t->deps, 0, RLX);
+    if (TLU_UNLIKELY(place != TL_ULT_VP_ANY) && (!vp || place != (int)vp->id)) {
+        tlu_vp *target = tlu_rt.vps[place];
+        if (!bound && tlu_vp_must_stop(target))
+            target = tlu_vp_active_target(vp);
+        tlu_sched_inbox_push(target, t);
+        return 0;
+    }
     tlu_sched_push_new(vp, t);
     return 0;
 }
@@ -216,6 +237,9 @@ void tl_ult_attr_init(tl_ult_attr *attr)
 {
     attr->stack_size = 0;
     attr->detached = 0;
+    attr->vp = TL_ULT_VP_ANY;
+    attr->bound = 0;
+    attr->identity = NULL;
 }
 
 /* ---- run and exit -------------------------------------------------- */
@@ -408,7 +432,8 @@ static TLU_NOINLINE void run_inline(tlu_vp *vp, tlu_thread *joiner, tlu_thread *
 
 static int can_inline(tlu_thread *joiner, tlu_thread *t)
 {
-    if (!tlu_rt.cfg.inline_join || !joiner->stack_lo)
+    /* a call, not a switch: the child would run in the joiner's TLS */
+    if (!tlu_rt.cfg.inline_join || !joiner->stack_lo || t->ident != joiner->ident)
         return 0;
     char *sp = tlu_current_sp();
     return sp > joiner->stack_lo &&
@@ -495,6 +520,29 @@ tl_ult_t tl_ult_self(void)
 tlu_thread *tlu_thread_current(void)
 {
     return tl_ult_self();
+}
+
+void tl_ult_set_local(void *p)
+{
+    tlu_vp *vp = tlu_vp_self_fast();
+    if (vp && vp->current)
+        vp->current->local = p;
+}
+
+void *tl_ult_get_local(void)
+{
+    tlu_vp *vp = tlu_vp_self_fast();
+    tlu_thread *cur = vp ? vp->current : NULL;
+    return cur ? cur->local : NULL;
+}
+
+int tl_ult_local_ready(void)
+{
+    tlu_vp *vp = tlu_vp_self_fast();
+    if (!vp)
+        return 0;
+    return vp->runq_head || atomic_load_explicit(&vp->next, RLX) ||
+           tlu_deque_size_hint(&vp->dq) > 0 || atomic_load_explicit(&vp->inbox, RLX);
 }
 
 int tl_ult_stack_bounds(void **lo, size_t *size)

@@ -88,6 +88,16 @@ void tlu_vp_wake(tlu_vp *vp)
     wake_if_sleeping(vp);
 }
 
+void tlu_vp_kick(tlu_vp *vp)
+{
+    if (wake_if_sleeping(vp))
+        return;
+    if (atomic_load_explicit(&vp->state, SEQ) == VP_STOPPED) {
+        atomic_fetch_add_explicit(&vp->wake_seq, 1, SEQ);
+        futex_wake(&vp->wake_seq, 1);
+    }
+}
+
 void tlu_vp_wake_one(void)
 {
     static _Atomic unsigned rotor;
@@ -98,10 +108,19 @@ void tlu_vp_wake_one(void)
             return;
 }
 
+/* VPs that end at finalize: all but VP 0, which runs tl_ult_finalize,
+ * unless VP 0 is an internal thread too (tl_ult_config.external). */
+static int vp_ends(const tlu_vp *vp)
+{
+    return vp->id != 0 || tlu_rt.external;
+}
+
 /* Returns 1 when the VP should stop (finalize), 0 to look for work again. */
 static int vp_idle(tlu_vp *vp)
 {
-    int stopping = atomic_load_explicit(&tlu_rt.stopping, ACQ) && vp->id != 0;
+    if (tlu_vp_must_stop(vp))
+        return 0; /* sched_loop stops it */
+    int stopping = atomic_load_explicit(&tlu_rt.stopping, ACQ) && vp_ends(vp);
     if (stopping && !tlu_sched_has_work(vp))
         return 1;
 
@@ -133,8 +152,8 @@ static int vp_idle(tlu_vp *vp)
     uint32_t seq = atomic_load_explicit(&vp->wake_seq, SEQ);
     atomic_store_explicit(&vp->state, VP_SLEEPING, SEQ);
     atomic_fetch_add_explicit(&tlu_rt.nsleeping, 1, SEQ);
-    stopping = atomic_load_explicit(&tlu_rt.stopping, SEQ) && vp->id != 0;
-    int work = tlu_sched_has_work(vp);
+    stopping = atomic_load_explicit(&tlu_rt.stopping, SEQ) && vp_ends(vp);
+    int work = tlu_sched_has_work(vp) || tlu_vp_must_stop(vp);
     if (!work && !stopping) {
         uint64_t timeout = 0;
         if (vp->ntimers) {
@@ -150,11 +169,98 @@ static int vp_idle(tlu_vp *vp)
     return stopping && !work;
 }
 
+/* ---- stopped VPs (tl_ult_set_active_vps) -------------------------------- */
+
+tlu_vp *tlu_vp_active_target(tlu_vp *vp)
+{
+    unsigned n = atomic_load_explicit(&tlu_rt.active, RLX);
+    unsigned i = vp ? vp->fwd_rr++ : 0;
+    tlu_vp *t = tlu_rt.vps[i % n];
+    return t == vp ? tlu_rt.vps[0] : t;
+}
+
+/* Gives every thread this VP holds that another VP may run to the active
+ * VPs (their inboxes); threads bound here stay in its run queue. */
+static void forward_all(tlu_vp *vp)
+{
+    tlu_thread *keep = NULL, *keep_tail = NULL;
+    size_t kept = 0;
+    tlu_thread *t;
+    tlu_thread *in = atomic_exchange_explicit(&vp->inbox, NULL, ACQ);
+    while (in) {
+        t = in;
+        in = in->link;
+        tlu_runq_push(vp, t);
+    }
+    if ((t = atomic_exchange_explicit(&vp->next, NULL, ACQ)))
+        tlu_runq_push(vp, t);
+    while ((t = tlu_deque_take(&vp->dq)))
+        tlu_runq_push(vp, t);
+    while ((t = tlu_runq_pop(vp))) {
+        if (t->bound_vp == (int)vp->id) {
+            t->link = NULL;
+            if (keep_tail)
+                keep_tail->link = t;
+            else
+                keep = t;
+            keep_tail = t;
+            kept++;
+            continue;
+        }
+        tlu_sched_inbox_push(tlu_vp_active_target(vp), t);
+    }
+    vp->runq_head = keep;
+    vp->runq_tail = keep_tail;
+    vp->runq_len = kept;
+}
+
+/* Sleeps while the VP is told to stop and has nothing bound to it to run;
+ * wakes for its timers (whose threads it then forwards) and for pushes to
+ * its inbox. */
+static void stopped_sleep(tlu_vp *vp)
+{
+    uint32_t seq = atomic_load_explicit(&vp->wake_seq, SEQ);
+    atomic_store_explicit(&vp->state, VP_STOPPED, SEQ);
+    if (tlu_vp_must_stop(vp) && !atomic_load_explicit(&vp->inbox, SEQ) &&
+        !atomic_load_explicit(&tlu_rt.stopping, SEQ)) {
+        uint64_t timeout = 0;
+        if (vp->ntimers) {
+            uint64_t next = tlu_timers_next(vp), now = tlu_now_ns();
+            timeout = next > now ? next - now : 1;
+        }
+        TLU_OWNER_INC(vp->n_sleeps, 1);
+        futex_wait(&vp->wake_seq, seq, timeout);
+    }
+    atomic_store_explicit(&vp->state, VP_RUNNING, SEQ);
+    if (vp->ntimers)
+        tlu_timers_fire(vp, tlu_now_ns());
+}
+
+/* One round of a stopped VP: 1 when it ran a thread bound to it. */
+static int stopped_round(tlu_vp *vp)
+{
+    forward_all(vp);
+    tlu_thread *t = tlu_runq_pop(vp);
+    if (t) {
+        tlu_sched_switch(vp, &vp->sched, t, 0);
+        return 1;
+    }
+    if (atomic_load_explicit(&tlu_rt.stopping, ACQ) && vp_ends(vp))
+        return 0;
+    stopped_sleep(vp);
+    return 1;
+}
+
 static void sched_loop(tlu_vp *vp)
 {
     for (;;) {
         if (vp->post_kind)
             tlu_sched_run_post(vp);
+        if (TLU_UNLIKELY(tlu_vp_must_stop(vp))) {
+            if (stopped_round(vp) || !vp_ends(vp) || tlu_sched_has_work(vp))
+                continue;
+            return;
+        }
         if (atomic_load_explicit(&vp->wd_inbox, RLX))
             tlu_wd_process(vp);
         tlu_thread *t = tlu_sched_pick(vp, 2, 1);
@@ -211,6 +317,7 @@ static void pin_self(tlu_vp *vp)
 static void *vp_main(void *p)
 {
     tlu_vp *vp = p;
+    vp->own_tcb = tlu_read_tp();
     tlu_vp_set_self(vp);
     pin_self(vp);
     tlu_vp_init_kernel_context(&vp->sched);
@@ -225,7 +332,7 @@ static void *vp_main(void *p)
 
 int tlu_vp_start_all(void)
 {
-    for (unsigned i = 1; i < tlu_rt.nvps; i++) {
+    for (unsigned i = tlu_rt.external ? 0 : 1; i < tlu_rt.nvps; i++) {
         tlu_vp *vp = tlu_rt.vps[i];
         pthread_attr_t a;
         pthread_attr_init(&a);
@@ -234,8 +341,8 @@ int tlu_vp_start_all(void)
         pthread_attr_destroy(&a);
         if (err) {
             atomic_store_explicit(&tlu_rt.stopping, 1, SEQ);
-            for (unsigned j = 1; j < i; j++) {
-                tlu_vp_wake(tlu_rt.vps[j]);
+            for (unsigned j = tlu_rt.external ? 0 : 1; j < i; j++) {
+                tlu_vp_kick(tlu_rt.vps[j]);
                 pthread_join(tlu_rt.vps[j]->thread, NULL);
             }
             return err;
@@ -247,12 +354,50 @@ int tlu_vp_start_all(void)
 void tlu_vp_stop_all(void)
 {
     atomic_store_explicit(&tlu_rt.stopping, 1, SEQ);
-    for (unsigned i = 1; i < tlu_rt.nvps; i++) {
+    unsigned first = tlu_rt.external ? 0 : 1;
+    for (unsigned i = first; i < tlu_rt.nvps; i++) {
         tlu_vp *vp = tlu_rt.vps[i];
         /* a VP between its last check and futex_wait sees the new seq */
         atomic_fetch_add_explicit(&vp->wake_seq, 1, SEQ);
         futex_wake(&vp->wake_seq, 1);
     }
-    for (unsigned i = 1; i < tlu_rt.nvps; i++)
+    for (unsigned i = first; i < tlu_rt.nvps; i++)
         pthread_join(tlu_rt.vps[i]->thread, NULL);
+}
+
+/* ---- the active VP count ------------------------------------------------- */
+
+int tl_ult_set_active_vps(unsigned n)
+{
+    if (!tlu_rt.initialized)
+        return EAGAIN;
+    if (n == 0)
+        return EINVAL;
+    if (n > tlu_rt.nvps)
+        n = tlu_rt.nvps;
+    unsigned old = atomic_exchange_explicit(&tlu_rt.active, n, SEQ);
+    /* Both ways the affected VPs must look now: the ones that resume are
+     * stopped on their futex, the ones that stop may sleep idle. */
+    unsigned lo = old < n ? old : n, hi = old < n ? n : old;
+    for (unsigned i = lo; i < hi; i++)
+        tlu_vp_kick(tlu_rt.vps[i]);
+    return 0;
+}
+
+unsigned tl_ult_active_vps(void)
+{
+    return tlu_rt.initialized ? atomic_load_explicit(&tlu_rt.active, RLX) : 0;
+}
+
+int tl_ult_vp_stopping(void)
+{
+    tlu_vp *vp = tlu_vp_self();
+    return vp && tlu_vp_must_stop(vp);
+}
+
+void tl_ult_safe_point(void)
+{
+    tlu_vp *vp = tlu_vp_self_fast();
+    if (TLU_UNLIKELY(vp && vp->current && tlu_vp_must_stop(vp)))
+        tl_ult_yield(); /* to the scheduler, which forwards the caller */
 }

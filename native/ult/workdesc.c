@@ -102,8 +102,8 @@ static void slot_push(tlu_vp *target, struct tlu_wd_share *s)
     do {
         s->next = h;
     } while (!atomic_compare_exchange_weak_explicit(&target->wd_inbox, &h, s, SEQ, RLX));
-    if (atomic_load_explicit(&target->state, SEQ) == VP_SLEEPING)
-        tlu_vp_wake(target);
+    if (atomic_load_explicit(&target->state, SEQ) != VP_RUNNING)
+        tlu_vp_kick(target);
 }
 
 int tl_ult_workdesc_run(tl_ult_wd_fn fn, void *arg, unsigned nparts)

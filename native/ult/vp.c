@@ -108,6 +108,18 @@ void tlu_vp_wake_one(void)
             return;
 }
 
+/* Sleeps on the VP's futex word until woken or its earliest timer. */
+static void vp_sleep(tlu_vp *vp, uint32_t seq)
+{
+    uint64_t timeout = 0;
+    if (vp->ntimers) {
+        uint64_t next = tlu_timers_next(vp), now = tlu_now_ns();
+        timeout = next > now ? next - now : 1;
+    }
+    TLU_OWNER_INC(vp->n_sleeps, 1);
+    futex_wait(&vp->wake_seq, seq, timeout);
+}
+
 /* VPs that end at finalize: all but VP 0, which runs tl_ult_finalize,
  * unless VP 0 is an internal thread too (tl_ult_config.external). */
 static int vp_ends(const tlu_vp *vp)
@@ -155,13 +167,7 @@ static int vp_idle(tlu_vp *vp)
     stopping = atomic_load_explicit(&tlu_rt.stopping, SEQ) && vp_ends(vp);
     int work = tlu_sched_has_work(vp) || tlu_vp_must_stop(vp);
     if (!work && !stopping) {
-        uint64_t timeout = 0;
-        if (vp->ntimers) {
-            uint64_t next = tlu_timers_next(vp), now = tlu_now_ns();
-            timeout = next > now ? next - now : 1;
-        }
-        TLU_OWNER_INC(vp->n_sleeps, 1);
-        futex_wait(&vp->wake_seq, seq, timeout);
+        vp_sleep(vp, seq);
     }
     uint32_t s = VP_SLEEPING;
     if (atomic_compare_exchange_strong_explicit(&vp->state, &s, VP_RUNNING, SEQ, RLX))
@@ -223,13 +229,7 @@ static void stopped_sleep(tlu_vp *vp)
     atomic_store_explicit(&vp->state, VP_STOPPED, SEQ);
     if (tlu_vp_must_stop(vp) && !atomic_load_explicit(&vp->inbox, SEQ) &&
         !atomic_load_explicit(&tlu_rt.stopping, SEQ)) {
-        uint64_t timeout = 0;
-        if (vp->ntimers) {
-            uint64_t next = tlu_timers_next(vp), now = tlu_now_ns();
-            timeout = next > now ? next - now : 1;
-        }
-        TLU_OWNER_INC(vp->n_sleeps, 1);
-        futex_wait(&vp->wake_seq, seq, timeout);
+        vp_sleep(vp, seq);
     }
     atomic_store_explicit(&vp->state, VP_RUNNING, SEQ);
     if (vp->ntimers)

@@ -80,11 +80,11 @@ tlu_deque_array *tlu_deque_grow(tlu_deque *q, tlu_deque_array *a, int64_t t, int
     return n;
 }
 
-tlu_thread *tlu_deque_take(tlu_deque *q)
+void *tlu_deque_take_ex(tlu_deque *q, int fenced)
 {
     int64_t b = atomic_load_explicit(&q->bottom, RLX) - 1;
     tlu_deque_array *a = atomic_load_explicit(&q->array, RLX);
-    if (tlu_rt.nvps == 1) {
+    if (tlu_rt.nvps == 1 && !fenced) {
         /* no thief exists (external threads use the inboxes): no fence */
         int64_t t = atomic_load_explicit(&q->top, RLX);
         if (t > b)
@@ -94,7 +94,7 @@ tlu_thread *tlu_deque_take(tlu_deque *q)
     }
     atomic_store_explicit(&q->bottom, b, SEQ);
     int64_t t = atomic_load_explicit(&q->top, SEQ);
-    tlu_thread *x = NULL;
+    void *x = NULL;
     if (t <= b) {
         x = atomic_load_explicit(&a->buf[b & a->mask], RLX);
         if (t == b) {
@@ -109,15 +109,66 @@ tlu_thread *tlu_deque_take(tlu_deque *q)
     return x;
 }
 
-tlu_thread *tlu_deque_steal(tlu_deque *q)
+void *tlu_deque_steal(tlu_deque *q)
 {
     int64_t t = atomic_load_explicit(&q->top, SEQ);
     int64_t b = atomic_load_explicit(&q->bottom, SEQ);
     if (t >= b)
         return NULL;
     tlu_deque_array *a = atomic_load_explicit(&q->array, ACQ);
-    tlu_thread *x = atomic_load_explicit(&a->buf[t & a->mask], RLX);
+    void *x = atomic_load_explicit(&a->buf[t & a->mask], RLX);
     if (!atomic_compare_exchange_strong_explicit(&q->top, &t, t + 1, SEQ, RLX))
         return TLU_DEQUE_ABORT;
     return x;
+}
+
+/* ---- the public deque (threadlab/ult.h): the same structure for
+ * runtimes built on the library; always fenced (its thieves may run on
+ * the same VP as other ULTs, or on external threads) ---------------------- */
+
+struct tl_ult_deque {
+    tlu_deque q;
+};
+
+int tl_ult_deque_create(tl_ult_deque **out)
+{
+    tl_ult_deque *d = aligned_alloc(TLU_CACHE_LINE, (sizeof *d + TLU_CACHE_LINE - 1) / TLU_CACHE_LINE * TLU_CACHE_LINE);
+    if (!d)
+        return ENOMEM;
+    if (tlu_deque_init(&d->q, 64)) {
+        free(d);
+        return ENOMEM;
+    }
+    *out = d;
+    return 0;
+}
+
+void tl_ult_deque_destroy(tl_ult_deque *d)
+{
+    if (!d)
+        return;
+    tlu_deque_destroy(&d->q);
+    free(d);
+}
+
+void tl_ult_deque_push(tl_ult_deque *d, void *p)
+{
+    tlu_deque_push(&d->q, p);
+}
+
+void *tl_ult_deque_take(tl_ult_deque *d)
+{
+    return tlu_deque_take_ex(&d->q, 1);
+}
+
+void *tl_ult_deque_steal(tl_ult_deque *d)
+{
+    void *x = tlu_deque_steal(&d->q);
+    return x == TLU_DEQUE_ABORT ? NULL : x;
+}
+
+long tl_ult_deque_size(tl_ult_deque *d)
+{
+    int64_t n = tlu_deque_size_hint(&d->q);
+    return n > 0 ? (long)n : 0;
 }

@@ -210,7 +210,7 @@ struct tl_ult_thread {
 typedef struct tlu_deque_array {
     int64_t mask;
     struct tlu_deque_array *retired; /* older arrays, freed at destroy */
-    _Atomic(tlu_thread *) buf[];
+    _Atomic(void *) buf[];
 } tlu_deque_array;
 
 typedef struct tlu_deque {
@@ -222,15 +222,20 @@ typedef struct tlu_deque {
 int tlu_deque_init(tlu_deque *q, int64_t capacity);
 void tlu_deque_destroy(tlu_deque *q);
 tlu_deque_array *tlu_deque_grow(tlu_deque *q, tlu_deque_array *a, int64_t t, int64_t b);
-/* Owner: remove the most recently pushed thread (LIFO). */
-tlu_thread *tlu_deque_take(tlu_deque *q);
-/* Anyone: remove the oldest thread (FIFO). NULL when empty, TLU_DEQUE_ABORT
- * when it lost a race (retry). */
-#define TLU_DEQUE_ABORT ((tlu_thread *)1)
-tlu_thread *tlu_deque_steal(tlu_deque *q);
+/* Owner: remove the most recently pushed element (LIFO). fenced: 0 lets
+ * a single-VP runtime skip the fence (its scheduler has no thieves). */
+void *tlu_deque_take_ex(tlu_deque *q, int fenced);
+static inline void *tlu_deque_take(tlu_deque *q)
+{
+    return tlu_deque_take_ex(q, 0);
+}
+/* Anyone: remove the oldest element (FIFO). NULL when empty,
+ * TLU_DEQUE_ABORT when it lost a race (retry). */
+#define TLU_DEQUE_ABORT ((void *)1)
+void *tlu_deque_steal(tlu_deque *q);
 
 /* Owner: push at the bottom. */
-static inline void tlu_deque_push(tlu_deque *q, tlu_thread *t)
+static inline void tlu_deque_push(tlu_deque *q, void *t)
 {
     int64_t b = atomic_load_explicit(&q->bottom, RLX);
     int64_t top = atomic_load_explicit(&q->top, ACQ);

@@ -398,6 +398,22 @@ typedef void (*tl_ult_for_fn)(int64_t lo, int64_t hi, void *arg);
 int tl_ult_parallel_for(int64_t begin, int64_t end, tl_ult_for_fn body, void *arg);
 
 /* ------------------------------------------------------------------ */
+/* The work-stealing deque of the scheduler, for runtimes built on the */
+/* library (task queues): Chase-Lev, one owner pushes and takes at the */
+/* bottom (LIFO), any thread steals the oldest at the top (FIFO).      */
+/* ------------------------------------------------------------------ */
+
+typedef struct tl_ult_deque tl_ult_deque;
+int tl_ult_deque_create(tl_ult_deque **q); /* ENOMEM */
+void tl_ult_deque_destroy(tl_ult_deque *q);
+void tl_ult_deque_push(tl_ult_deque *q, void *p); /* owner; grows as needed */
+void *tl_ult_deque_take(tl_ult_deque *q);         /* owner: NULL when empty */
+/* Anyone: NULL when empty or when it lost a race with another taker. */
+void *tl_ult_deque_steal(tl_ult_deque *q);
+/* Elements now (approximate while others take). */
+long tl_ult_deque_size(tl_ult_deque *q);
+
+/* ------------------------------------------------------------------ */
 /* Dependence counters (NTLib dependence-driven execution).            */
 /*                                                                     */
 /* Every ULT has a dependence counter and at most one successor. A ULT */

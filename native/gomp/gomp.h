@@ -362,6 +362,8 @@ void tlg_ordered_pass(tlg_thread *thr);
  * in taskwait or taskgroup end): 1 if it did. */
 int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor);
 void tlg_task_thread_init(tlg_thread *thr);
+/* An implicit task ends (its region's tasks are all done). */
+void tlg_task_implicit_end(tlg_task *t);
 void tlg_task_thread_fini(tlg_thread *thr);
 /* Registers task reductions for a whole team (GOMP_parallel_reductions). */
 tlg_taskgroup *tlg_parallel_reductions_register(uintptr_t *data, unsigned nthreads);

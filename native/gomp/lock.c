@@ -51,10 +51,12 @@ int tlg_trylock_word(_Atomic uint32_t *w)
 
 /* ---- OMP_3.0 ---------------------------------------------------------------- */
 
+/* The owner is read by threads that do not hold the lock (is it me?):
+ * an atomic, relaxed. Only the holder writes it and count. */
 typedef struct {
     _Atomic uint32_t word;
     int count;
-    void *owner;
+    void *_Atomic owner;
 } nest_lock;
 
 _Static_assert(sizeof(omp_lock_t) >= sizeof(uint32_t), "omp_lock_t holds a lock word");
@@ -111,12 +113,12 @@ TLG_EXPORT V30("omp_set_nest_lock") void tlg_set_nest_lock_30(omp_nest_lock_t *l
 {
     nest_lock *l = NEST(lock);
     void *me = current_task();
-    if (l->owner == me) {
+    if (atomic_load_explicit(&l->owner, RLX) == me) {
         l->count++;
         return;
     }
     tlg_lock_word(&l->word);
-    l->owner = me;
+    atomic_store_explicit(&l->owner, me, RLX);
     l->count = 1;
 }
 
@@ -124,7 +126,7 @@ TLG_EXPORT V30("omp_unset_nest_lock") void tlg_unset_nest_lock_30(omp_nest_lock_
 {
     nest_lock *l = NEST(lock);
     if (--l->count == 0) {
-        l->owner = NULL;
+        atomic_store_explicit(&l->owner, NULL, RLX);
         tlg_unlock_word(&l->word);
     }
 }
@@ -133,11 +135,11 @@ TLG_EXPORT V30("omp_test_nest_lock") int tlg_test_nest_lock_30(omp_nest_lock_t *
 {
     nest_lock *l = NEST(lock);
     void *me = current_task();
-    if (l->owner == me)
+    if (atomic_load_explicit(&l->owner, RLX) == me)
         return ++l->count;
     if (!tlg_trylock_word(&l->word))
         return 0;
-    l->owner = me;
+    atomic_store_explicit(&l->owner, me, RLX);
     l->count = 1;
     return 1;
 }

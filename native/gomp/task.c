@@ -101,6 +101,15 @@ void tlg_task_thread_init(tlg_thread *thr)
         tlg_fatal("out of memory for a task queue");
 }
 
+void tlg_task_implicit_end(tlg_task *t)
+{
+    /* its children are done: the dependence table of its children goes */
+    if (t->deps) {
+        deps_free(t->deps);
+        t->deps = NULL;
+    }
+}
+
 void tlg_task_thread_fini(tlg_thread *thr)
 {
     tl_ult_deque_destroy(thr->tq);

@@ -440,6 +440,8 @@ static void region_end(struct region *r)
             break;
         tlg_wait_word(&team->finished, f);
     }
+    for (unsigned k = 0; k < n; k++)
+        tlg_task_implicit_end(&member(team, k)->implicit);
     if (team->level > 1)
         for (unsigned k = 1; k < n; k++)
             if (member(team, k)->identity)

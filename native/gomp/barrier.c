@@ -1,14 +1,15 @@
 /*
  * barrier.c - the team barrier, and how OpenMP threads wait.
  *
- * Waiting. A waiter first spins (OMP_WAIT_POLICY, THREADLAB_GOMP_SPIN_US:
- * 20 us by default, 2 ms active, none passive), because most waits in
- * OpenMP programs end within microseconds and a parked ULT costs a wake-up;
- * but it never spins when its VP has other ULTs ready (a team larger than
- * the active VPs: the thread it waits for may be queued right there) or
- * when one VP is active. Then it parks on a word (tl_ult_wait): the VP
- * runs other ULTs or sleeps. Threads that are not ULTs (only in vp mode)
- * spin and yield their kernel thread instead.
+ * Waiting. A waiter parks on a word (tl_ult_wait) at once by default: its
+ * VP then runs other ULTs (the team's threads not started yet, which it
+ * steals from a VP that is slow to take them: work first), or spins idle
+ * polling its queues, where a wake-up lands (measured: parking at once
+ * beats spinning first for parallel regions, and by far on a loaded
+ * machine). With OMP_WAIT_POLICY=active (or THREADLAB_GOMP_SPIN_US) a
+ * waiter spins that long first (100 us active), never when its VP has
+ * other ULTs ready or when one VP is active. Threads that are not ULTs
+ * (only in vp mode) spin and yield their kernel thread instead.
  *
  * Everything a team's threads wait for that a task can change (a barrier,
  * taskwait, taskgroup end, the end of the region) is waited for on the

@@ -339,7 +339,7 @@ void tlg_env_init(void)
     icv->dyn = 0;
     icv->default_device = 0;
     e->wait_policy = -1;
-    e->spin_ns = 20000;
+    e->spin_ns = 0; /* park at once: the idle VP spins (and steals) instead */
     e->quiet = env("THREADLAB_GOMP_QUIET") && strcmp(env("THREADLAB_GOMP_QUIET"), "0") != 0;
 
     if (parse_list("OMP_NUM_THREADS", &e->nthreads_list, &e->nthreads_len))
@@ -372,9 +372,7 @@ void tlg_env_init(void)
             bad("OMP_WAIT_POLICY", w, "active, passive");
     }
     if (e->wait_policy == 1)
-        e->spin_ns = 2000000;
-    else if (e->wait_policy == 0)
-        e->spin_ns = 0;
+        e->spin_ns = 100000;
     if (parse_uint("THREADLAB_GOMP_SPIN_US", 0, 10000000, &u, "microseconds, a non-negative integer"))
         e->spin_ns = (uint64_t)u * 1000u;
     if (parse_bool("OMP_CANCELLATION", &b))

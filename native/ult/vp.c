@@ -147,7 +147,10 @@ static int vp_idle(tlu_vp *vp)
                 found = 1;
                 break;
             }
-            for (int i = 0; i < 64; i++)
+            /* a short pause between polls: the poll is what a woken
+             * thread waits for (a ULT parked on a word and woken into
+             * this VP's inbox resumes on the next poll) */
+            for (int i = 0; i < 8; i++)
                 tlu_relax();
         } while (tlu_now_ns() < end);
         unsigned before = atomic_fetch_sub_explicit(&tlu_rt.nspinning, 1, SEQ);

@@ -262,5 +262,6 @@ int threadlab_gomp_tls_mode(void);   /* 0 identity, 1 vp */
 int threadlab_gomp_managed(void);    /* 1 while threadlab-rm manages the process */
 int threadlab_gomp_active_vps(void); /* VPs running now (0 before the first team) */
 int threadlab_gomp_vp(void);         /* the VP running the caller, -1 outside */
+unsigned long threadlab_gomp_workdesc_regions(void); /* parallel loops run as work descriptors */
 
 #endif

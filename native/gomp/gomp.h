@@ -284,6 +284,10 @@ static inline tlg_icv *tlg_icv_cur(void)
  * share, set up by the combined constructs (NULL otherwise). */
 void tlg_parallel(tlg_fn fn, void *data, unsigned nthreads, unsigned flags,
                   void (*ws0)(tlg_team *team, void *arg), void *ws0_arg, uintptr_t *reductions);
+/* A combined parallel loop as a work descriptor (team.c): 1 if it ran,
+ * 0 if it must run as a team of ULTs (tlg_parallel). */
+int tlg_parallel_workdesc(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(tlg_team *, void *),
+                          void *ws0_arg);
 /* GOMP 1.0's split region: the caller runs the master's part between. */
 void tlg_parallel_start(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(tlg_team *, void *), void *ws0_arg);
 void tlg_parallel_end(void);

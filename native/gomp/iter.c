@@ -153,6 +153,10 @@ static int next_chunk(tlg_thread *thr, tlg_ull *a, tlg_ull *b)
     if (thr->ord_held)
         tlg_ordered_pass(thr);
     tlg_safe_point();
+    /* a work-descriptor part on a VP told to stop takes no more chunks of
+     * a loop whose chunks any thread may take: the others take them */
+    if (TLG_UNLIKELY(ws->sched != TLG_SCHED_STATIC && !ws->ordered && tl_ult_vp_stopping() && !tl_ult_self()))
+        return 0;
     uint32_t ticket = 0;
     if (!next_logical(thr, ws, a, b, &ticket))
         return 0;

@@ -138,7 +138,9 @@ static void parallel_loop(tlg_fn fn, void *data, unsigned nthreads, long start, 
                           int sched, long chunk, unsigned flags)
 {
     struct loop_args a = {start, end, incr, chunk, sched, 0};
-    tlg_parallel(fn, data, tlg_resolve_threads(nthreads, 0), flags, ws0_loop, &a, NULL);
+    unsigned n = tlg_resolve_threads(nthreads, 0);
+    if (!tlg_parallel_workdesc(fn, data, n, ws0_loop, &a))
+        tlg_parallel(fn, data, n, flags, ws0_loop, &a, NULL);
 }
 
 #define PARALLEL_LOOP(name, kind)                                                                           \

@@ -377,33 +377,39 @@ static void region_start(struct region *r)
     }
     member(team, 0)->prev = thr;
     set_current(member(team, 0));
-    if (n == 1)
-        return;
+    if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY)
+        for (unsigned k = 1; k < n; k++)
+            member(team, k)->identity = team->level == 1 ? top_identity(k) : pool_get();
+}
 
+/* Thread k of the team as a ULT: first placed on VP (master's + k) mod
+ * active, free to migrate, wearing its identity; in vp mode bound to one
+ * VP, whose TLS it then sees. */
+static void spawn(tlg_team *team, unsigned k, int bind)
+{
+    tlg_thread *m = member(team, k);
     int vp = tl_ult_vp_id();
-    unsigned active = tl_ult_active_vps();
-    unsigned nvps = rt.nvps;
-    int identity = tlg_env_v.tls_mode == TLG_TLS_IDENTITY;
-    size_t stack = tlg_env_v.stacksize ? tlg_env_v.stacksize : TLG_DEFAULT_STACK;
-    for (unsigned k = 1; k < n; k++) {
-        tlg_thread *m = member(team, k);
-        tl_ult_attr a;
-        tl_ult_attr_init(&a);
-        a.stack_size = stack;
-        a.detached = 1;
-        if (identity) {
-            m->identity = team->level == 1 ? top_identity(k) : pool_get();
-            a.identity = m->identity;
-            a.vp = (int)(((unsigned)(vp < 0 ? 0 : vp) + k) % active);
-        } else {
-            /* vp mode: thread k keeps one VP (its TLS) for the region */
-            a.vp = (int)(team->level == 1 ? k % nvps : ((unsigned)(vp < 0 ? 0 : vp) + k) % nvps);
-            a.bound = 1;
-        }
-        int err = tl_ult_create(&m->ult, &a, worker_main, m);
-        if (err)
-            tlg_fatal("cannot create OpenMP thread %u of a team of %u: %s", k, n, strerror(err));
+    unsigned base = vp < 0 ? 0 : (unsigned)vp;
+    tl_ult_attr a;
+    tl_ult_attr_init(&a);
+    a.stack_size = tlg_env_v.stacksize ? tlg_env_v.stacksize : TLG_DEFAULT_STACK;
+    a.detached = 1;
+    a.identity = m->identity;
+    if (tlg_env_v.tls_mode == TLG_TLS_IDENTITY) {
+        a.vp = (int)((base + k) % tl_ult_active_vps());
+    } else {
+        a.vp = (int)(team->level == 1 ? k % rt.nvps : (base + k) % rt.nvps);
+        a.bound = bind;
     }
+    int err = tl_ult_create(&m->ult, &a, worker_main, m);
+    if (err)
+        tlg_fatal("cannot create OpenMP thread %u of a team of %u: %s", k, team->nthreads, strerror(err));
+}
+
+static void spawn_workers(tlg_team *team)
+{
+    for (unsigned k = 1; k < team->nthreads; k++)
+        spawn(team, k, 1);
 }
 
 /* The final barrier, worker side: help with tasks while any is pending,
@@ -460,9 +466,93 @@ static void *region_run(void *p)
 {
     struct region *r = p;
     region_start(r);
+    spawn_workers(r->team);
     r->fn(r->data);
     region_end(r);
     return NULL;
+}
+
+/* ---- single-level loops as work descriptors (the seed's NTLib) ----------------
+ *
+ * A combined parallel loop (GOMP_parallel_loop_*: the compiler says the
+ * region is one loop) whose team fits the active VPs runs as a work
+ * descriptor of libthreadlab-ult: part k is copied into VP k's slot and
+ * the VP runs it on its scheduler context (no ULT, no stack) wearing
+ * thread k's TLS identity; the master runs part 0 and any part a busy or
+ * stopped VP has not started (as a ULT of its own, for its identity). A
+ * part whose VP is told to stop takes no further chunk of a dynamic or
+ * guided loop (iter.c): the other parts take them. Used only when a
+ * region nested in the loop would be inactive (a VP context cannot lend
+ * its TLS to a nested master); THREADLAB_GOMP_WORKDESC=0 turns it off. */
+
+static _Atomic unsigned long wd_regions;
+
+TLG_EXPORT unsigned long threadlab_gomp_workdesc_regions(void)
+{
+    return atomic_load_explicit(&wd_regions, RLX);
+}
+
+static void *claimed_part(void *p)
+{
+    tlg_thread *m = p;
+    tl_ult_set_local(m);
+    m->team->fn(m->team->data);
+    worker_end(m);
+    return NULL;
+}
+
+static void wd_part(unsigned id, unsigned nparts, void *p)
+{
+    (void)nparts;
+    tlg_team *team = p;
+    tlg_thread *m = member(team, id);
+    if (id == 0) {
+        team->fn(team->data); /* the master's own part */
+        return;
+    }
+    if (tl_ult_self()) {
+        /* claimed by the master: a ULT of its own wears its identity */
+        tl_ult_attr a;
+        tl_ult_attr_init(&a);
+        a.stack_size = tlg_env_v.stacksize ? tlg_env_v.stacksize : TLG_DEFAULT_STACK;
+        a.identity = m->identity;
+        tl_ult_t t;
+        if (tl_ult_create(&t, &a, claimed_part, m) != 0 || tl_ult_join(t, NULL) != 0)
+            tlg_fatal("cannot run part %u of a parallel loop", id);
+        return;
+    }
+    tl_ult_wear(m->identity);
+    tls_cur = m; /* in the worn TLS: this VP context is thread id now */
+    team->fn(team->data);
+    worker_end(m);
+    tls_cur = NULL;
+    tl_ult_wear(NULL);
+}
+
+int tlg_parallel_workdesc(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(tlg_team *, void *),
+                          void *ws0_arg)
+{
+    static int enabled = -1;
+    if (enabled < 0) {
+        const char *v = getenv("THREADLAB_GOMP_WORKDESC");
+        enabled = !(v && !strcmp(v, "0"));
+    }
+    if (!enabled || nthreads < 2 || tlg_forked)
+        return 0;
+    tlg_init();
+    tlg_thread *thr = tlg_self();
+    /* part k runs on VP k: the master (part 0) must be VP 0's ULT */
+    if (!tl_ult_self() || tl_ult_vp_id() != 0 || nthreads > tl_ult_active_vps() ||
+        thr->active_level + 1 < thr->task->icv.max_active_levels)
+        return 0;
+    atomic_fetch_add_explicit(&wd_regions, 1, RLX);
+    struct region r = {fn, data, nthreads, 0, ws0, ws0_arg, NULL, NULL, NULL};
+    region_start(&r);
+    int err = tl_ult_workdesc_run(wd_part, r.team, nthreads);
+    if (err)
+        tlg_fatal("cannot run a parallel loop as a work descriptor: %s", strerror(err));
+    region_end(&r);
+    return 1;
 }
 
 void tlg_parallel(tlg_fn fn, void *data, unsigned nthreads, unsigned flags,
@@ -498,6 +588,7 @@ void tlg_parallel_start(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(tl
     struct region *r = tlg_malloc(sizeof *r);
     *r = (struct region){fn, data, nthreads, 0, ws0, ws0_arg, NULL, NULL, NULL};
     region_start(r);
+    spawn_workers(r->team);
     /* the master's state: the region, to be found by _end */
     member(r->team, 0)->legacy = r;
 }

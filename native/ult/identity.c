@@ -115,6 +115,20 @@ void tlu_wear_slow(tlu_vp *vp, struct tl_ult_identity *want)
         release(old);
 }
 
+int tl_ult_wear(tl_ult_identity *id)
+{
+#if IDENTITY_SUPPORTED
+    tlu_vp *vp = tlu_vp_self();
+    if (!vp || vp->current)
+        return EPERM; /* a ULT wears its own; this is for VP contexts */
+    if (vp->worn != id)
+        tlu_wear_slow(vp, id);
+    return 0;
+#else
+    return id ? ENOTSUP : 0;
+#endif
+}
+
 /* ---- donors ----------------------------------------------------------- */
 
 #if IDENTITY_SUPPORTED

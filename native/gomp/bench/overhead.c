@@ -6,7 +6,7 @@
  *
  *   threadlab-gomp-overhead [--threads N] [--reps R] [--quick] [CONSTRUCT...]
  *
- * Constructs: parallel, barrier, for_dynamic, single, critical, reduction,
+ * Constructs: parallel, parallel_for (combined, dynamic), barrier, for_dynamic, single, critical, reduction,
  * nested (a region of 2 inside each thread of a region of N), task (one
  * thread creates empty tasks, the team runs them, a taskwait ends each
  * batch). Each is timed as R repetitions of a batch of operations sized
@@ -55,6 +55,22 @@ static bool run_parallel(long n)
         if (omp_get_thread_num() == 0 && omp_get_num_threads() != threads)
             ok = 0;
     }
+    return ok;
+}
+
+/* a combined parallel loop (GOMP_parallel_loop_*: libthreadlab-gomp may
+ * run it as a work descriptor) of one iteration per thread */
+static bool run_parallel_for(long n)
+{
+    int per[1024];
+    for (long i = 0; i < n; i++) {
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+        for (int k = 0; k < threads; k++)
+            per[k] = k;
+    }
+    int ok = 1;
+    for (int k = 0; k < threads; k++)
+        ok &= per[k] == k;
     return ok;
 }
 
@@ -159,7 +175,7 @@ static const struct {
     bool (*run)(long n);
     int per_thread; /* n counts operations of each thread (critical: of all) */
 } constructs[] = {
-    {"parallel", run_parallel, 0}, {"barrier", run_barrier, 0},     {"for_dynamic", run_for_dynamic, 0},
+    {"parallel", run_parallel, 0}, {"parallel_for", run_parallel_for, 0}, {"barrier", run_barrier, 0},     {"for_dynamic", run_for_dynamic, 0},
     {"single", run_single, 0},     {"critical", run_critical, 0},   {"reduction", run_reduction, 0},
     {"nested", run_nested, 0},     {"task", run_task, 0},
 };
@@ -201,7 +217,7 @@ static int usage(const char *why)
 {
     fprintf(stderr,
             "threadlab-gomp-overhead: %s\nusage: threadlab-gomp-overhead [--threads N] [--reps R] [--quick] "
-            "[CONSTRUCT...]\nconstructs: parallel barrier for_dynamic single critical reduction nested task\n",
+            "[CONSTRUCT...]\nconstructs: parallel parallel_for barrier for_dynamic single critical reduction nested task\n",
             why);
     return 2;
 }

@@ -980,6 +980,27 @@ static void check_threadprivate(void)
         omp_set_max_active_levels(saved);
         EXPECT(bad == 0, "threadprivate in nested teams (%d wrong)", bad);
     }
+    /* a combined parallel loop (libthreadlab-gomp may run it as a work
+     * descriptor, on VP contexts wearing each thread's TLS) sees each
+     * thread's copy */
+    bad = 0;
+#pragma omp parallel num_threads(2)
+    tp = 500 + omp_get_thread_num();
+    unsigned long (*wd)(void) = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "threadlab_gomp_workdesc_regions");
+    unsigned long wd_before = wd ? wd() : 0;
+    if (!omp_get_dynamic()) {
+        /* no clause that needs code after the loop: GCC emits the combined
+         * GOMP_parallel_loop_* entry for it */
+        int wrong[200];
+#pragma omp parallel for schedule(dynamic) num_threads(2)
+        for (int i = 0; i < 200; i++)
+            wrong[i] = tp != 500 + omp_get_thread_num();
+        for (int i = 0; i < 200; i++)
+            bad += wrong[i];
+        EXPECT(bad == 0, "threadprivate in a combined parallel loop (%d wrong)", bad);
+    }
+    if (wd && getenv("CONFORMANCE_EXPECT_WORKDESC"))
+        EXPECT(wd() > wd_before, "the parallel loop did not run as a work descriptor");
     /* errno is per thread too */
     bad = 0;
 #pragma omp parallel num_threads(4) reduction(+ : bad)

@@ -29,7 +29,8 @@ CHAINS = [
 ]
 
 # This runtime's own entries (threadlab/omp.h style: looked up with dlsym).
-OWN = ["threadlab_gomp_tls_mode", "threadlab_gomp_managed", "threadlab_gomp_active_vps", "threadlab_gomp_vp"]
+OWN = ["threadlab_gomp_tls_mode", "threadlab_gomp_managed", "threadlab_gomp_active_vps", "threadlab_gomp_vp",
+       "threadlab_gomp_workdesc_regions"]
 
 REASONS = [
     (r"^(acc_|GOACC_|OACC_)", "OpenACC"),

@@ -197,6 +197,14 @@ void tl_ult_identity_destroy(tl_ult_identity *id);
  * ENOTSUP without identities, EAGAIN (not initialised). */
 int tl_ult_run_as_self(tl_ult_fn fn, void *arg, size_t stack_size, void **retval);
 
+/* In a VP context (a work-descriptor body running on a VP): wear id's
+ * TLS until the next call (NULL: the VP's own again), e.g. to run a part
+ * as the thread that owns it. The VP puts its own back on before it runs
+ * anything else only when the body calls tl_ult_wear(NULL): a body that
+ * wears must do so before it returns. EPERM from a ULT or an external
+ * thread, ENOTSUP without identities. */
+int tl_ult_wear(tl_ult_identity *id);
+
 #define TL_ULT_VP_ANY (-1)
 typedef struct tl_ult_attr {
     size_t stack_size; /* 0: the runtime default; minimum 512 bytes */

@@ -242,6 +242,64 @@ static void test_placement(void)
     tl_ult_set_local(NULL);
 }
 
+/* ---- the public deque: owner LIFO, thieves FIFO, every element once --------- */
+
+enum { DQ_N = 200000 / SCALE };
+static tl_ult_deque *dq;
+static _Atomic unsigned char taken[DQ_N];
+static _Atomic int dq_done;
+
+static void *thief(void *p)
+{
+    (void)p;
+    while (!atomic_load(&dq_done)) {
+        void *x = tl_ult_deque_steal(dq);
+        if (x)
+            atomic_fetch_add(&taken[(uintptr_t)x / 2 - 1], 1);
+        else
+            tl_ult_yield();
+    }
+    void *x;
+    while ((x = tl_ult_deque_steal(dq)))
+        atomic_fetch_add(&taken[(uintptr_t)x / 2 - 1], 1);
+    return NULL;
+}
+
+static void test_deque(void)
+{
+    CHECK(tl_ult_deque_create(&dq) == 0);
+    CHECK(tl_ult_deque_take(dq) == NULL && tl_ult_deque_steal(dq) == NULL);
+    /* elements i are stored as (i + 1) * 2: never NULL nor (void *)1 */
+    tl_ult_deque_push(dq, (void *)2);
+    tl_ult_deque_push(dq, (void *)4);
+    CHECK(tl_ult_deque_size(dq) == 2);
+    CHECK(tl_ult_deque_steal(dq) == (void *)2); /* thieves: the oldest */
+    CHECK(tl_ult_deque_take(dq) == (void *)4);  /* owner: the newest */
+    tl_ult_t t[2];
+    for (int i = 0; i < 2; i++)
+        CHECK(tl_ult_create(&t[i], NULL, thief, NULL) == 0);
+    for (uintptr_t i = 0; i < DQ_N; i++) {
+        tl_ult_deque_push(dq, (void *)((i + 1) * 2)); /* grows past its first array */
+        if (i % 3 == 0) {
+            void *x = tl_ult_deque_take(dq);
+            if (x)
+                atomic_fetch_add(&taken[(uintptr_t)x / 2 - 1], 1);
+        }
+    }
+    atomic_store(&dq_done, 1);
+    void *x;
+    while ((x = tl_ult_deque_take(dq)))
+        atomic_fetch_add(&taken[(uintptr_t)x / 2 - 1], 1);
+    for (int i = 0; i < 2; i++)
+        CHECK(tl_ult_join(t[i], NULL) == 0);
+    int bad = 0;
+    for (int i = 0; i < DQ_N; i++)
+        if (atomic_load(&taken[i]) != 1)
+            bad++;
+    CHECK(bad == 0);
+    tl_ult_deque_destroy(dq);
+}
+
 static void test_local_ready(void)
 {
     /* one VP: a created thread is ready on the caller's VP */
@@ -265,6 +323,7 @@ int main(void)
     test_active_vps();
     test_stopping_bound();
     test_placement();
+    test_deque();
     CHECK(tl_ult_finalize() == 0);
     test_local_ready();
     CHECK(atomic_load(&async_failures) == 0);

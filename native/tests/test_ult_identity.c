@@ -135,6 +135,69 @@ static void test_identities(void)
         tl_ult_identity_destroy(ids[k]);
 }
 
+/* ---- tl_ult_wear: a work-descriptor part wears an identity ------------------ */
+
+static tl_ult_identity *part_ids[2];
+static _Atomic int part_ok[2];
+
+static void part(unsigned id, unsigned nparts, void *arg)
+{
+    (void)nparts;
+    (void)arg;
+    if (tl_ult_self()) {
+        /* run by the caller (a ULT): it cannot change its TLS */
+        ACHECK(tl_ult_wear(part_ids[id]) == EPERM);
+        atomic_store(&part_ok[id], 2);
+        /* leave part 1 to VP 1 (a generous deadline on a loaded machine) */
+        uint64_t end = now_ns() + 5000000000ull;
+        while (id == 0 && !atomic_load(&part_ok[1]) && now_ns() < end)
+            ;
+        return;
+    }
+    ACHECK(tl_ult_wear(part_ids[id]) == 0);
+    tv = 9000 + id; /* in the identity's TLS */
+    ACHECK(tl_ult_vp_id() >= 0); /* the VP is still known */
+    ACHECK(tl_ult_wear(NULL) == 0);
+    atomic_store(&part_ok[id], 1);
+}
+
+static void *identity_reader(void *p)
+{
+    (void)p;
+    return (void *)(intptr_t)tv;
+}
+
+static void test_wear(void)
+{
+    for (int k = 0; k < 2; k++)
+        CHECK(tl_ult_identity_create(&part_ids[k]) == 0);
+    tl_ult_config cfg;
+    tl_ult_config_init(&cfg);
+    cfg.nvps = 2;
+    cfg.pin = 0;
+    CHECK(tl_ult_init(&cfg) == 0);
+    tv = 1;
+    CHECK(tl_ult_workdesc_run(part, NULL, 2) == 0);
+    CHECK(tv == 1); /* the caller's own TLS is untouched */
+    CHECK(atomic_load(&part_ok[0]) == 2);
+    CHECK(atomic_load(&part_ok[1]) == 1); /* VP 1 ran part 1 */
+    if (atomic_load(&part_ok[1]) == 1) {
+        /* part 1 ran on VP 1 wearing identity 1: a ULT wearing it sees
+         * what the part wrote there */
+        tl_ult_attr a;
+        tl_ult_attr_init(&a);
+        a.identity = part_ids[1];
+        tl_ult_t t;
+        void *r = NULL;
+        CHECK(tl_ult_create(&t, &a, identity_reader, NULL) == 0);
+        CHECK(tl_ult_join(t, &r) == 0);
+        CHECK(r == (void *)9001);
+    }
+    CHECK(tl_ult_finalize() == 0);
+    for (int k = 0; k < 2; k++)
+        tl_ult_identity_destroy(part_ids[k]);
+}
+
 /* ---- run_as_self ----------------------------------------------------------- */
 
 static void *lent(void *arg)
@@ -200,10 +263,13 @@ int main(void)
         tl_ult_identity *id = NULL;
         CHECK(tl_ult_identity_create(&id) == ENOTSUP);
         CHECK(id == NULL);
+        static char fake;
+        CHECK(tl_ult_wear((tl_ult_identity *)(void *)&fake) == ENOTSUP);
         CHECK(atomic_load(&async_failures) == 0);
         return check_report("ult.identity (not supported in this build)");
     }
     test_identities();
+    test_wear();
     test_run_as_self(0);
     test_run_as_self(1);
     CHECK(atomic_load(&async_failures) == 0);

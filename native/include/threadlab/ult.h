@@ -411,6 +411,8 @@ int tl_ult_parallel_for(int64_t begin, int64_t end, tl_ult_for_fn body, void *ar
 /* bottom (LIFO), any thread steals the oldest at the top (FIFO).      */
 /* ------------------------------------------------------------------ */
 
+/* Elements are pointers other than NULL and (void *)1 (the scheduler's
+ * mark of a lost race). */
 typedef struct tl_ult_deque tl_ult_deque;
 int tl_ult_deque_create(tl_ult_deque **q); /* ENOMEM */
 void tl_ult_deque_destroy(tl_ult_deque *q);

@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include "gomp.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,11 +70,12 @@ int tlg_ws_start(tlg_thread *thr)
     tlg_ws *ws = &team->ws[s % TLG_WS_RING];
     thr->ws = ws;
     int64_t mine = (s * 2) | 1, prev = ((s - TLG_WS_RING) * 2) | 1;
-    for (;;) {
-        int64_t tag = atomic_load_explicit(&ws->tag, ACQ);
+    for (unsigned n = 0;; n++) {
+        uint32_t ev = atomic_load_explicit(&team->event, ACQ);
+        int64_t tag = atomic_load_explicit(&ws->tag, SEQ);
         if (tag == mine)
             return 0;
-        if (tag == prev && atomic_load_explicit(&ws->left, ACQ) == 0) {
+        if (tag == prev && atomic_load_explicit(&ws->left, SEQ) == 0) {
             if (atomic_compare_exchange_strong_explicit(&ws->tag, &tag, s * 2, ACQ, RLX)) {
                 /* the slot is ours: what the previous construct held goes */
                 free(ws->mem);
@@ -86,19 +88,40 @@ int tlg_ws_start(tlg_thread *thr)
             continue;
         }
         /* being initialised, or the previous occupant is still in use:
-         * both are short unless a thread is far behind */
-        if (tl_ult_self())
-            tl_ult_yield();
-        else
+         * both are short unless a thread is far behind (or its VP's
+         * kernel thread is not running): yield a while, then park on the
+         * team's event word, which ws_changed bumps */
+        if (!tl_ult_self()) {
             tlg_relax();
+            if (n >= 64)
+                sched_yield();
+        } else if (n < 16) {
+            tl_ult_yield();
+        } else {
+            atomic_fetch_add_explicit(&team->nparked, 1, SEQ);
+            int64_t again = atomic_load_explicit(&ws->tag, SEQ);
+            if (again != mine && !(again == prev && atomic_load_explicit(&ws->left, SEQ) == 0))
+                tl_ult_wait(&team->event, ev);
+            atomic_fetch_sub_explicit(&team->nparked, 1, RLX);
+        }
     }
+}
+
+/* A slot became initialised or free: wake whoever parked waiting for it
+ * (the Dekker pair with tlg_ws_start's waiter, which counts itself
+ * parked, then re-reads the slot). */
+static void ws_changed(tlg_team *team)
+{
+    if (team && atomic_load_explicit(&team->nparked, SEQ))
+        tlg_team_event(team, 1);
 }
 
 void tlg_ws_ready(tlg_thread *thr)
 {
     tlg_ws *ws = thr->ws;
     int64_t tag = atomic_load_explicit(&ws->tag, RLX);
-    atomic_store_explicit(&ws->tag, tag | 1, REL);
+    atomic_store_explicit(&ws->tag, tag | 1, SEQ);
+    ws_changed(thr->team);
 }
 
 void tlg_ws_end_nowait(tlg_thread *thr)
@@ -109,7 +132,8 @@ void tlg_ws_end_nowait(tlg_thread *thr)
     if (thr->ord_held)
         tlg_ordered_pass(thr);
     thr->ws = NULL;
-    atomic_fetch_sub_explicit(&ws->left, 1, ACQREL);
+    if (atomic_fetch_sub_explicit(&ws->left, 1, SEQ) == 1)
+        ws_changed(thr->team);
 }
 
 void tlg_ws_enter(tlg_thread *thr, tlg_ws_init_fn init, void *arg, uintptr_t *reductions, void **mem)

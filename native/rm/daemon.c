@@ -1212,6 +1212,21 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
         return -1;
     if (o->owner && check_owner(m, o->owner, err, errlen))
         return -1;
+    /* The pid file before the arena says RUNNING: `threadlab-rm --stop`
+     * trusts only the pid file, so a manager that programs can already see
+     * must be one that --stop can find. */
+    int fd = tl_rm_dir_file(m->dirfd, m->dir, "rm.pid", O_WRONLY | O_CREAT | O_TRUNC, err, errlen);
+    if (fd < 0)
+        return -1;
+    m->wrote_pidfile = 1;
+    char text[32];
+    int len = snprintf(text, sizeof text, "%d\n", (int)getpid());
+    ssize_t written = write(fd, text, (size_t)len);
+    close(fd);
+    if (written != len) {
+        snprintf(err, errlen, "cannot write %s/rm.pid", m->dir);
+        return -1;
+    }
     if (machine_cpus(o, &m->machine, err, errlen))
         return -1;
     m->usable = m->machine;
@@ -1239,18 +1254,6 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
     for (unsigned i = 0; i < n; i++)
         if (__atomic_load_n(&m->arena.slots[i].state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE)
             m->known_arrival[i] = __atomic_load_n(&m->arena.slots[i].arrival, __ATOMIC_RELAXED);
-    int fd = tl_rm_dir_file(m->dirfd, m->dir, "rm.pid", O_WRONLY | O_CREAT | O_TRUNC, err, errlen);
-    if (fd < 0)
-        return -1;
-    m->wrote_pidfile = 1;
-    char text[32];
-    int len = snprintf(text, sizeof text, "%d\n", (int)getpid());
-    ssize_t written = write(fd, text, (size_t)len);
-    close(fd);
-    if (written != len) {
-        snprintf(err, errlen, "cannot write %s/rm.pid", m->dir);
-        return -1;
-    }
     return 0;
 }
 

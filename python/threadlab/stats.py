@@ -184,6 +184,8 @@ def positive_mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -
     time's interval never reaches below zero, however few and spread the
     runs (a Student t interval of two runs does).  None for n < 2 or a
     value <= 0."""
+    import numpy as np
+
     values = _array(samples)
     n = values.size
     if n < 2 or np.any(values <= 0):

@@ -10,6 +10,8 @@ CMAKE_FLAGS ?=
 BUILD       := build
 BUILD_ASAN  := build-asan
 BUILD_TSAN  := build-tsan
+# ASan runs of the tests: see THREADLAB_ASAN_OPTIONS in CMakeLists.txt.
+ASAN_TEST_OPTIONS := intercept_tls_get_addr=0
 
 .PHONY: all run test deps build build-asan build-tsan venv test-native test-python clean jvm go peers
 
@@ -71,7 +73,7 @@ peers: build venv
 
 test-native: build build-asan build-tsan
 	cd $(BUILD) && ctest --output-on-failure
-	cd $(BUILD_ASAN) && ctest --output-on-failure
+	cd $(BUILD_ASAN) && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) ctest --output-on-failure
 	cd $(BUILD_TSAN) && ctest --output-on-failure
 
 # The Python suite also runs every native benchmark (quick) from the
@@ -80,6 +82,7 @@ test-python: venv build build-asan build-tsan peers
 	THREADLAB_NATIVE_DIR=$(CURDIR)/$(BUILD)/bin \
 	THREADLAB_ASAN_DIR=$(CURDIR)/$(BUILD_ASAN)/bin \
 	THREADLAB_TSAN_DIR=$(CURDIR)/$(BUILD_TSAN)/bin \
+	ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) \
 	$(VENV)/bin/python -m pytest tests -q
 
 clean:

@@ -11,7 +11,8 @@ packages=(
   chromium                        # headless browser: the test that renders the HTML report
   libomp-dev                      # LLVM's OpenMP runtime: the llvmomp platform of `threadlab study apps`
   libboost-fiber-dev              # Boost.Fiber: the boost-fiber model of the models suite (docs/thread-models.md)
-  openmpi-bin libopenmpi-dev      # Open MPI: the mpi suite (docs/mpi.md), its default launcher mpirun
+  openmpi-bin libopenmpi-dev      # Open MPI: the mpi suite (docs/mpi.md), its default launcher mpirun; libthreadlab-spawn (docs/spawn.md)
+  mpich libmpich-dev              # MPICH beside it (Debian's alternatives): the spawn library built and tested over both
 )
 # 32-bit builds of the study's kernels (-m32): x86-64 only.
 if [[ "$(dpkg --print-architecture 2>/dev/null || true)" == amd64 ]]; then

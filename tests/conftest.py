@@ -21,6 +21,10 @@ REPO = Path(__file__).resolve().parents[1]
 # Where the real native programs are, read before the fixtures hide them:
 # $THREADLAB_NATIVE_DIR as the test run was started, else build/bin.
 REAL_NATIVE_DIR = Path(os.environ.get("THREADLAB_NATIVE_DIR") or REPO / "build" / "bin")
+# The ASan programs run without the sanitizer's __tls_get_addr interception,
+# which makes LeakSanitizer die at exit by chance (CMakeLists.txt,
+# THREADLAB_ASAN_OPTIONS); `make test` sets the same.
+os.environ.setdefault("ASAN_OPTIONS", "intercept_tls_get_addr=0")
 
 
 @pytest.fixture(autouse=True)

@@ -132,12 +132,16 @@ class Lab:
         self.directory = directory
         self.programs: list[Program] = []
         self.managers: list[rm.Manager] = []
+        self.hogs: list[subprocess.Popen[bytes]] = []
 
     def start_manager(self, **options: Any) -> rm.Manager:
         options.setdefault("quantum_ms", QUANTUM_MS)
         # Equipartition deals CPUs in arrival order and never rotates them,
-        # so the tests can predict every allocation.
+        # so the tests can predict every allocation; other work (the
+        # machine's load, which the tests do not control) is ignored unless
+        # a test counts it.
         options.setdefault("policy", "equipartition")
+        options.setdefault("other_load", "ignore")
         manager = rm.Manager.start(directory=self.directory, **options)
         self.managers.append(manager)
         return manager
@@ -156,6 +160,16 @@ class Lab:
     def probe(self, *args: str, **kwargs: Any) -> Program:
         return self.omp_run(str(PROBE), *args, **kwargs)
 
+    def hog(self, cpu: int | None = None) -> subprocess.Popen[bytes]:
+        """A process that computes until the test ends: work no manager
+        manages (on one CPU when given)."""
+        argv = ["sh", "-c", "while :; do :; done"]
+        if cpu is not None:
+            argv = ["taskset", "-c", str(cpu), *argv]
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+        self.hogs.append(process)
+        return process
+
     def app(self, state: dict[str, Any], pid: int) -> dict[str, Any] | None:
         return next((a for a in state.get("apps", []) if a["pid"] == pid), None)
 
@@ -165,6 +179,9 @@ class Lab:
                     lambda: self.app(manager.status(), program.pid))
 
     def close(self) -> None:
+        for process in self.hogs:
+            process.kill()
+            process.wait(DEADLINE_S)
         for program in self.programs:
             program.kill()
         for manager in self.managers:
@@ -172,6 +189,25 @@ class Lab:
                 manager.stop(timeout=5)
             except Exception:  # noqa: BLE001 - cleanup must go on
                 manager.kill()
+
+
+def thread_cpus(pid: int) -> dict[int, set[int]]:
+    """The CPUs each thread of a process may run on (/proc/PID/task/*/status);
+    threads that exit while being read are left out."""
+    found: dict[int, set[int]] = {}
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            text = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                found[int(tid)] = set(rm.parse_cpu_list(line.split(":", 1)[1].strip()))
+    return found
 
 
 @pytest.fixture

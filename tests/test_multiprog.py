@@ -49,7 +49,7 @@ def test_plan_crosses_baselines_degrees_and_runs_in_a_seeded_order() -> None:
     plan = multiprog.make_plan(program=FAKE, apps=["cg", "ep"], baselines=["gomp", "rm", "static"], degrees=[4, 1, 2],
                                runs=3, seed=7, cpus=[0, 1, 2])
     assert plan.apps == ["cg", "ep"] and plan.degrees == [1, 2, 4]
-    workloads = [c for c in plan.cells if not c.dedicated]
+    workloads = [c for c in plan.cells if not c.dedicated and not c.scenario]
     dedicated = [c for c in plan.cells if c.dedicated]
     assert {(c.app, c.baseline, c.degree) for c in workloads} == {
         (a, b, k) for a in ("cg", "ep") for b in ("gomp", "rm", "static") for k in (1, 2, 4)}
@@ -73,6 +73,36 @@ def test_plan_crosses_baselines_degrees_and_runs_in_a_seeded_order() -> None:
     # The order interleaves the cells rather than running them one after the other.
     cells_in_order = [job.cell for job in plan.jobs]
     assert cells_in_order != sorted(cells_in_order)
+
+
+def test_plan_scenarios() -> None:
+    plan = multiprog.make_plan(program=FAKE, cpus=[0, 1], seed=1, size="W", baselines=["rm", "passive", "static"])
+    assert plan.scenarios == list(multiprog.SCENARIOS)
+    cells = {(c.scenario.name, c.baseline): c for c in plan.cells if c.scenario}
+    # The manager's stop is compared with passive libgomp only.
+    assert {b for (n, b) in cells if n == "stop"} == {"rm", "passive"}
+    assert {b for (n, b) in cells if n == "mixed"} == {"rm", "passive", "static"}
+    late = cells[("late", "rm")].scenario
+    assert [(e.kernel, e.at_s) for e in late.entries] == [("cg", 0.0), ("ep", multiprog.LATE_S)]
+    assert late.workload == "cg(S)@0s,ep@0.03s"  # the CG is short beside the EP
+    late_argv = [l.argv for l in multiprog.launches(cells[("late", "static")], plan, None)]
+    assert [a[1:] for a in late_argv] == [
+        ["--run", "study.multiprog.cg", "--param", "size=S"],
+        ["--run", "study.multiprog.ep", "--param", "size=W"],
+    ]
+    mixed = cells[("mixed", "static")]
+    assert mixed.scenario.workload == "ep@0s,cg@0.1s,mg@0.2s" and mixed.degree == 3
+    kill = cells[("kill", "rm")].scenario
+    assert kill.fault == "kill" and not kill.measured(0) and kill.measured(1)
+    assert multiprog.make_plan(program=FAKE, cpus=[0, 1], seed=1, scenarios=[]).scenarios == []
+    assert multiprog.parse_scenarios("kill,late") == ["late", "kill"] and multiprog.parse_scenarios("none") == []
+    with pytest.raises(UserError, match="unknown scenario 'fast'"):
+        multiprog.parse_scenarios("fast")
+    # The static split of a scenario follows its programs; staggered starts.
+    starts = multiprog.launches(mixed, plan, None)
+    assert [(l.argv[2], l.at_s, l.affinity, l.env["OMP_NUM_THREADS"]) for l in starts] == [
+        ("study.multiprog.ep", 0.0, [0], "1"), ("study.multiprog.cg", 0.1, [1], "1"),
+        ("study.multiprog.mg", 0.2, [0], "1")]
 
 
 def test_plan_defaults_quick_and_no_dedicated() -> None:
@@ -101,6 +131,7 @@ def test_plan_defaults_quick_and_no_dedicated() -> None:
     (multiprog.parse_degrees, "4-2", ["'4-2'"]),
     (multiprog.parse_degrees, "two", ["'two'"]),
     (multiprog.parse_size, "B", ["--size B", "small, S, W, A"]),
+    (multiprog.parse_scenarios, "late,slow", ["'slow'", "mixed, staggered, late, stop, kill"]),
 ])
 def test_bad_values_are_refused_naming_the_accepted_ones(parse: Any, text: str, named: list[str]) -> None:
     with pytest.raises(UserError) as caught:
@@ -122,6 +153,9 @@ def test_plan_refuses_bad_values() -> None:
         multiprog.make_plan(program=FAKE, cpus=[0, 1], policy="fair")
     with pytest.raises(UserError, match="--degree 0"):
         multiprog.make_plan(program=FAKE, cpus=[0, 1], degrees=[0])
+    with pytest.raises(UserError, match="--other-load all: expected count or ignore"):
+        multiprog.make_plan(program=FAKE, cpus=[0, 1], other_load="all")
+    assert multiprog.make_plan(program=FAKE, cpus=[0, 1], seed=1).options()["other_load"] == "count"
 
 
 @pytest.mark.parametrize("args, named", [
@@ -132,6 +166,8 @@ def test_plan_refuses_bad_values() -> None:
     (["--stagger", "-2"], "--stagger -2"),
     (["--policy", "fifo"], "--policy fifo: expected one of"),
     (["--size", "huge"], "--size huge"),
+    (["--scenarios", "every"], "unknown scenario 'every'"),
+    (["--other-load", "some"], "invalid choice: 'some'"),
 ])
 def test_cli_bad_input_is_a_usage_error_without_traceback(run_cli: Any, args: list[str], named: str) -> None:
     code, out, err = run_cli("study", "multiprog", *args)
@@ -180,23 +216,24 @@ def test_launch_environments_of_the_libgomp_baselines(monkeypatch: pytest.Monkey
     monkeypatch.setenv("OMP_WAIT_POLICY", "active")
     monkeypatch.setenv("GOMP_SPINCOUNT", "1")
     monkeypatch.setenv("LD_PRELOAD", "/somewhere/libthreadlab-omp.so:/x/libother.so")
-    cpus = [0, 1, 2, 3]
+    plan = multiprog.make_plan(program=FAKE, apps=["cg"], cpus=[0, 1, 2, 3], seed=1, stagger_s=0.5)
 
     def cell(baseline: str, degree: int, dedicated_cpus: int | None = None) -> multiprog.Cell:
         return multiprog.Cell(0, "cg", baseline, degree, dedicated_cpus or 4, dedicated_cpus is not None)
 
-    gomp = multiprog.launches(cell("gomp", 3), cpus, None)
-    assert len(gomp) == 3
+    gomp = multiprog.launches(cell("gomp", 3), plan, None)
+    assert len(gomp) == 3 and [l.at_s for l in gomp] == [0.0, 0.5, 1.0]  # --stagger
     for launch in gomp:
         assert launch.env["OMP_NUM_THREADS"] == "4" and launch.affinity is None
+        assert launch.argv == [str(FAKE), "--run", "study.multiprog.cg", "--param", "size=W"]
         assert "OMP_WAIT_POLICY" not in launch.env and "GOMP_SPINCOUNT" not in launch.env
         assert "OMP_DYNAMIC" not in launch.env and launch.env["LD_PRELOAD"] == "/x/libother.so"
-    assert [l.env["OMP_WAIT_POLICY"] for l in multiprog.launches(cell("passive", 2), cpus, None)] == ["passive"] * 2
-    assert [l.env["OMP_DYNAMIC"] for l in multiprog.launches(cell("dynamic", 2), cpus, None)] == ["true"] * 2
-    static = multiprog.launches(cell("static", 3), cpus, None)
+    assert [l.env["OMP_WAIT_POLICY"] for l in multiprog.launches(cell("passive", 2), plan, None)] == ["passive"] * 2
+    assert [l.env["OMP_DYNAMIC"] for l in multiprog.launches(cell("dynamic", 2), plan, None)] == ["true"] * 2
+    static = multiprog.launches(cell("static", 3), plan, None)
     assert [l.affinity for l in static] == [[0, 1], [2], [3]]
     assert [l.env["OMP_NUM_THREADS"] for l in static] == ["2", "1", "1"]
-    alone = multiprog.launches(cell("gomp", 1, dedicated_cpus=2), cpus, None)
+    alone = multiprog.launches(cell("gomp", 1, dedicated_cpus=2), plan, None)
     assert [(l.affinity, l.env["OMP_NUM_THREADS"]) for l in alone] == [([0, 1], "2")]
 
 
@@ -262,9 +299,13 @@ def test_table_arithmetic_on_fixed_data() -> None:
     assert rm4["slowdown"] == pytest.approx(6.25 / 1.2)
     assert rm4["mean_turnaround_max_s"] == pytest.approx(10.0)
     assert rm4["mean_makespan_s"] == pytest.approx(10.5)
-    # 95% t interval of 5, 6.25, 7.5: mean +- t(0.975, 2) * sd / sqrt(3).
-    half = 4.302652729911275 * 1.25 / math.sqrt(3)
-    assert (rm4["low_s"], rm4["high_s"]) == (pytest.approx(6.25 - half), pytest.approx(6.25 + half))
+    # 95% interval of 5, 6.25, 7.5 on the log scale (modified Cox): positive.
+    logs = [math.log(v) for v in (5.0, 6.25, 7.5)]
+    m = sum(logs) / 3
+    var = sum((v - m) ** 2 for v in logs) / 2
+    half = 4.302652729911275 * math.sqrt(var / 3 + var * var / 4)
+    assert (rm4["low_s"], rm4["high_s"]) == (pytest.approx(math.exp(m + var / 2 - half)),
+                                             pytest.approx(math.exp(m + var / 2 + half)))
     assert all(r["verified"] for r in rows.values())
 
 
@@ -278,6 +319,64 @@ def test_tables_render(capsys: pytest.CaptureFixture[str]) -> None:
         assert text in out
     assert "0.500 [" in out  # rm/gomp at k=4
     assert "6.25 s [" in out and "12.5 s [" in out
+
+
+def _scenario_cell(name: str, baseline: str, per_entry: list[list[float]]) -> multiprog.Cell:
+    """A scenario cell whose experiments had these turnarounds (one list
+    per program, one value per experiment)."""
+    sc = multiprog.scenario(name, "small")
+    cell = multiprog.Cell(0, name, baseline, len(sc.entries), 2, False, scenario=sc)
+    for turnarounds in zip(*per_entry):
+        instances = [multiprog.Instance(t, 0 if sc.measured(i) else -9, sc.measured(i),
+                                        {"verified": True, "managed": baseline == "rm" or None, "shim_state": 2,
+                                         "quantity": "x", "tolerance": 1e-9} if sc.measured(i) else {}, 1, 1)
+                     for i, t in enumerate(turnarounds)]
+        measured = [sc.measured(i) for i in range(len(instances))]
+        multiprog.record_experiment(cell, multiprog.Experiment("ok", None, instances, max(turnarounds), measured,
+                                                               sc.fault is not None))
+    return cell
+
+
+def _scenario_records() -> list[dict[str, Any]]:
+    plan = multiprog.make_plan(program=FAKE, apps=["ep"], baselines=["rm", "passive", "static"], degrees=[1],
+                               runs=2, seed=1, cpus=[0, 1], size="small")
+    cells = [
+        _cell("ep", "gomp", 1, [2.0, 2.0], dedicated=True, cpus=2),
+        _scenario_cell("late", "rm", [[1.0, 1.0], [3.0, 3.2]]),
+        _scenario_cell("late", "passive", [[2.0, 2.0], [4.0, 4.0]]),
+        _scenario_cell("mixed", "rm", [[2.0, 2.2], [1.0, 1.0], [0.5, 0.5]]),
+        _scenario_cell("mixed", "passive", [[3.0, 3.0], [2.0, 2.0], [1.0, 1.0]]),
+        _scenario_cell("mixed", "static", [[4.0, 4.0], [1.0, 1.0], [0.6, 0.6]]),
+        _scenario_cell("kill", "rm", [[9.0, 9.0], [2.0, 2.0]]),
+    ]
+    return [record for cell in cells for record in multiprog.cell_records(cell, plan)]
+
+
+def test_scenario_records_tables_and_the_late_gap(capsys: pytest.CaptureFixture[str]) -> None:
+    records = _scenario_records()
+    assert all(schema.record_problems(r) == [] for r in records)
+    late = {r["metric"]: r for r in records if r["params"].get("scenario") == "late" and r["model"] == "rm"}
+    assert late["turnaround.0.cg"]["samples"] == [1.0, 1.0] and late["turnaround.1.ep"]["samples"] == [3.0, 3.2]
+    assert late["turnaround"]["params"] == {"scenario": "late", "workload": "cg@0s,ep@0.03s", "size": "small"}
+    kill = {r["metric"]: r for r in records if r["params"].get("scenario") == "kill"}
+    assert kill["turnaround"]["samples"] == [2.0, 2.0]  # the killed program is not a turnaround
+    assert "turnaround.0.ep" not in kill and kill["turnaround"]["params"]["fault"] == "ep#0 SIGKILLed at 0.01s"
+    assert kill["turnaround"]["extra"]["faults_applied"] == 2
+    rows = tables_multiprog.summary_rows(records)
+    mixed_rm = next(r for r in rows if r.get("scenario") == "mixed" and r["baseline"] == "rm")
+    # rm (1.2 s) against the best other: static (1.87 s), not passive (2.0 s).
+    assert mixed_rm["best_competitor"] == "static"
+    assert mixed_rm["ratio_to_best_competitor"] == pytest.approx((2.1 + 1.0 + 0.5) / 3 / ((4.0 + 1.0 + 0.6) / 3))
+    late_rm = next(r for r in rows if r.get("scenario") == "late" and r["baseline"] == "rm")
+    # EP alone on both CPUs: 2.0 s (the dedicated run); gap = 3.1 - (2.0 + 1.0).
+    assert late_rm["late_gap_s"] == pytest.approx(0.1) and late_rm["late_ep_alone_s"] == pytest.approx(2.0)
+    assert all(r["low_s"] > 0 for r in rows if r.get("scenario"))
+    from rich.console import Console
+
+    tables_multiprog.render(Console(width=250, force_terminal=False), records, title="scenarios")
+    out = capsys.readouterr().out
+    assert "Scenarios where the manager should win" in out and "The late arrival" in out
+    assert "ep@0s,cg@0.01s,mg@0.02s" in out and "static " in out and "+0.1 s" in out
 
 
 def test_slowdown_falls_back_to_gomp_at_degree_1_without_dedicated_runs() -> None:
@@ -441,9 +540,18 @@ def test_quick_study_end_to_end_with_show_and_report(db_path: Path, tmp_path: Pa
     records = stored_records(db_path)
     assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []
     assert all(r["status"] == "ok" for r in records)
-    turnaround = [r for r in records if r["metric"] == "turnaround"]
+    turnaround = [r for r in records if r["metric"] == "turnaround" and "degree" in r["params"]]
     assert {(r["benchmark"], r["model"], r["params"]["degree"]) for r in turnaround} == {
         (f"study.multiprog.{a}", b, k) for a in multiprog.APPS for b in multiprog.BASELINES for k in ("1", "2")}
+    scenarios = {(r["params"]["scenario"], r["model"]): r for r in records
+                 if r["metric"] == "turnaround" and "scenario" in r["params"]}
+    assert {name for name, _ in scenarios} == set(multiprog.SCENARIOS)
+    assert {b for (name, b) in scenarios if name == "stop"} == {"rm", "passive"}
+    for (name, baseline), record in scenarios.items():
+        assert next(c for c in record["checks"] if c["name"] == "verified")["ok"], record["checks"]
+        if baseline == "rm":  # managed throughout, or cooperative once the manager stopped
+            assert all(c["ok"] for c in record["checks"] if c["name"] in ("managed", "cooperative")), record["checks"]
+    assert "Scenarios where the manager should win" in done.stdout
     ncpus = len(os.sched_getaffinity(0))
     dedicated = [r for r in records if r["metric"] == "time"]
     assert len(dedicated) == len(multiprog.APPS) * 2 * ncpus
@@ -466,8 +574,9 @@ def test_quick_study_end_to_end_with_show_and_report(db_path: Path, tmp_path: Pa
     code, out, err = run_cli("--db", str(db_path), "report", "mp", "-o", str(report_dir))
     assert code == 0, err
     figures = {p.name for p in (report_dir / "figures").iterdir()}
-    assert {f"run1-multiprog-{a}.png" for a in multiprog.APPS} <= figures
-    assert "mean turnaround per degree" in (report_dir / "index.html").read_text()
+    assert {f"run1-multiprog-{a}.png" for a in multiprog.APPS} | {"run1-multiprog-scenarios.png"} <= figures
+    page = (report_dir / "index.html").read_text()
+    assert "mean turnaround per degree" in page and "scenarios: mean turnaround per baseline" in page
 
 
 @needs_all
@@ -476,7 +585,7 @@ def test_ctrl_c_keeps_the_finished_cells_and_leaves_nothing_running(db_path: Pat
     private_tmp.mkdir()
     process = subprocess.Popen(
         [sys.executable, "-m", "threadlab", "--db", str(db_path), "study", "multiprog", "--quick", "--runs", "1",
-         "--apps", "cg", "--degree", "1,2,3,4,5,6", "--no-dedicated", "--seed", "1"],
+         "--apps", "cg", "--degree", "1,2,3,4,5,6", "--no-dedicated", "--scenarios", "none", "--seed", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(REPO / "python"), "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR),
              "TMPDIR": str(private_tmp)})
@@ -541,7 +650,7 @@ print(json.dumps(record))
     program.chmod(0o755)
     monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(directory))
     code, out, err = run_cli("--db", str(db_path), "study", "multiprog", "--apps", "cg", "--baselines", "gomp",
-                             "--degree", "2", "--runs", "1", "--no-dedicated", "--quiet")
+                             "--degree", "2", "--runs", "1", "--no-dedicated", "--scenarios", "none", "--quiet")
     assert code == 1, err
     records = stored_records(db_path)
     assert {r["metric"] for r in records} == set(multiprog.METRICS)

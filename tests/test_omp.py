@@ -1,8 +1,10 @@
 """libthreadlab-omp through `threadlab omp run`, for real, with
 threadlab-omp-probe (native/omp/probe.c): a managed program whose team
-follows its allocation while it runs, no manager (the program runs as
-without the shim), a manager killed mid-run (the program falls back,
-finishes, and joins the next manager), pinning, and the environment."""
+follows its allocation while it runs, programs with one long region whose
+threads' CPUs follow it (and a late arrival that gets the CPUs back), no
+manager (the program runs as without the shim), a manager stopped or
+killed mid-run (the program cooperates, with its CPUs back and one
+notice, and joins the next manager), pinning, and the environment."""
 
 from __future__ import annotations
 
@@ -10,12 +12,15 @@ import json
 import os
 import re
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rmtools import NCPUS, PROBE, SHIM, Lab, lab, native_env, needs_native, poll  # noqa: F401
+from conftest import REAL_NATIVE_DIR, REPO
+from rmtools import NCPUS, PROBE, SHIM, Lab, Program, lab, native_env, needs_native, poll, thread_cpus  # noqa: F401
 from threadlab.native import rm
 
 
@@ -55,6 +60,123 @@ def test_team_follows_the_allocation_while_running(lab: Lab, tmp_path: Path) -> 
     assert code == 0 and summary["work_ok"] is True
     assert summary["shim_state"] == 2  # managed to the end
     assert summary["kinds"]["parallel"]["max"] == NCPUS and summary["histogram"][str(share)] > 0
+
+
+def _long_team(line: str) -> int | None:
+    """The team of a probe's long region, from its {"event": "long"} line."""
+    if not line.startswith('{"event"'):
+        return None
+    event = json.loads(line)
+    return int(event["team"]) if event["event"] == "long" else None
+
+
+def _owned(manager: rm.Manager, program: Program) -> set[int]:
+    app = next((a for a in manager.status()["apps"] if a["pid"] == program.pid), None)
+    return set(rm.parse_cpu_list(app["cpus"])) if app and app["cpus"] else set()
+
+
+def _confined(manager: rm.Manager, program: Program) -> set[int] | None:
+    """The CPUs the program owns when every one of its threads is confined
+    to them (and it owns some), else None."""
+    owned = _owned(manager, program)
+    threads = thread_cpus(program.pid)
+    return owned if owned and threads and all(cpus <= owned for cpus in threads.values()) else None
+
+
+def _free(program: Program) -> bool:
+    """Every thread of the program may run on every CPU of this process."""
+    threads = thread_cpus(program.pid)
+    return bool(threads) and all(cpus == set(os.sched_getaffinity(0)) for cpus in threads.values())
+
+
+def _notices(err: list[str]) -> list[str]:
+    return [line for line in err if line.startswith("threadlab-omp[")]
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="CPUs can only be shared from 2 CPUs up")
+def test_a_late_long_region_runs_its_request_on_its_cpus_and_gets_the_rest_back(lab: Lab, tmp_path: Path) -> None:
+    # Seed 004's late arrival: a program of short regions holds the
+    # machine, then one whose only region is long (NAS EP) arrives.  The
+    # long region must start with its full request, run on the CPUs it
+    # owns while the other runs, and get every CPU once the other exits.
+    manager = lab.start_manager()
+    short = lab.probe("--kinds", "parallel", "--work-us", "200", "--until", str(tmp_path / "stop-short"))
+    lab.registered(manager, short)
+    late = lab.probe("--kinds", "long", "--until", str(tmp_path / "stop-late"))
+    team = _long_team(late.stdout.wait_for("the long region starts", lambda l: _long_team(l) is not None))
+    assert team == NCPUS  # its request, though it arrived with one CPU's share
+    owned_late = poll("the long region's threads confined to the CPUs it owns", lambda: _confined(manager, late))
+    owned_short = poll("the short program's threads confined to its CPUs", lambda: _confined(manager, short))
+    assert owned_late and owned_short and not owned_late & owned_short  # disjoint
+    assert len(owned_late) + len(owned_short) == NCPUS
+
+    (tmp_path / "stop-short").touch()
+    assert short.summary()[0] == 0
+    poll("the long region gets every CPU back", lambda: _free(late) and _owned(manager, late) == set(
+        os.sched_getaffinity(0)))
+    (tmp_path / "stop-late").touch()
+    code, summary, err = late.summary()
+    assert code == 0 and summary["shim_state"] == 2 and summary["histogram"] == {str(NCPUS): 1}
+    assert _notices(err) == []
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="CPUs can only be shared from 2 CPUs up")
+def test_a_running_long_region_gives_cpus_to_a_newcomer(lab: Lab, tmp_path: Path) -> None:
+    # The first instance's only region started alone on every CPU; when a
+    # second arrives its threads move to its share at once, mid-region.
+    manager = lab.start_manager()
+    first = lab.probe("--kinds", "long", "--until", str(tmp_path / "stop-first"))
+    assert _long_team(first.stdout.wait_for("the first region starts", lambda l: _long_team(l) is not None)) == NCPUS
+    poll("alone, it runs on every CPU", lambda: _free(first))
+    second = lab.probe("--kinds", "long", "--until", str(tmp_path / "stop-second"))
+    second.stdout.wait_for("the second region starts", lambda l: _long_team(l) is not None)
+    mine = poll("the first program's threads confined to its share", lambda: _confined(manager, first))
+    theirs = poll("the newcomer's threads confined to its share", lambda: _confined(manager, second))
+    assert len(mine) < NCPUS and not mine & theirs
+    (tmp_path / "stop-second").touch()
+    assert second.summary()[0] == 0
+    poll("the first program gets every CPU back", lambda: _free(first))
+    (tmp_path / "stop-first").touch()
+    assert first.summary()[0] == 0
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="CPUs can only be shared from 2 CPUs up")
+def test_a_stopped_manager_gives_the_cpus_back_with_one_notice(lab: Lab, tmp_path: Path) -> None:
+    manager = lab.start_manager()
+    short = lab.probe("--kinds", "parallel", "--work-us", "200", "--until", str(tmp_path / "stop-short"))
+    lab.registered(manager, short)
+    long = lab.probe("--kinds", "long", "--until", str(tmp_path / "stop-long"))
+    long.stdout.wait_for("the long region starts", lambda l: _long_team(l) is not None)
+    poll("the long region confined", lambda: _confined(manager, long))
+    manager.stop()  # mid-region: the long program starts no region again
+    poll("the long region's threads get every CPU back", lambda: _free(long))
+    poll("the short program's threads too", lambda: _free(short))
+    (tmp_path / "stop-short").touch()
+    (tmp_path / "stop-long").touch()
+    for program in (short, long):
+        code, summary, err = program.summary()
+        assert code == 0 and summary["work_ok"] is True
+        assert summary["shim_state"] == 3  # cooperative: teams sized by the idle CPUs
+        notices = _notices(err)
+        # One event, one notice (it looked for a manager every 50 ms since).
+        assert len(notices) == 1 and "stopped; running unmanaged but cooperative" in notices[0], err
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="a team can only be smaller than the CPUs from 2 CPUs up")
+def test_without_its_manager_a_program_leaves_busy_cpus_alone(lab: Lab, tmp_path: Path) -> None:
+    # After the manager stops, teams are sized by the CPUs other work
+    # leaves idle, never the full spinning team libgomp would run.
+    manager = lab.start_manager()
+    program = lab.probe("--kinds", "parallel", "--work-us", "300", "--events", "--until", str(tmp_path / "stop"))
+    lab.registered(manager, program)
+    program.stdout.wait_for("the whole machine, alone", lambda l: _team(l) == NCPUS)
+    for cpu in sorted(os.sched_getaffinity(0))[1:]:  # every CPU but one busy with other work
+        lab.hog(cpu)
+    manager.stop()
+    program.stdout.wait_for("a team smaller than the CPUs", lambda l: (_team(l) or NCPUS) < NCPUS)
+    (tmp_path / "stop").touch()
+    code, summary, _ = program.summary()
+    assert code == 0 and summary["shim_state"] == 3
 
 
 def _plain(*args: str) -> dict[str, Any]:
@@ -104,10 +226,14 @@ def test_a_killed_manager_the_program_finishes_unmanaged(lab: Lab, tmp_path: Pat
     lab.registered(manager, program)
     manager.kill()
     program.stderr.wait_for("the program falls back", lambda l: "resource manager" in l and "unmanaged" in l)
+    poll("its threads get every CPU back", lambda: _free(program))
+    time.sleep(0.3)  # it looks for a manager every 50 ms meanwhile: no new notice
     (tmp_path / "stop").touch()
     code, summary, err = program.summary()
     assert code == 0 and summary["work_ok"] is True
-    assert summary["shim_state"] == 1
+    assert summary["shim_state"] == 3  # cooperative
+    notices = _notices(err)
+    assert len(notices) == 1 and "is gone; running unmanaged but cooperative" in notices[0], err
     manager.stop()
     assert not (rm.SHM_DIR / manager.arena.lstrip("/")).exists()  # nothing of the killed manager is left
 
@@ -135,21 +261,57 @@ def test_environment_of_a_managed_program(lab: Lab) -> None:
     assert seen["LD_PRELOAD"] == f"{os.path.abspath(SHIM)}:/usr/lib/other.so"
     assert seen["OMP_DYNAMIC"] == "true"
     assert seen["THREADLAB_OMP_DYNAMIC_ORIG"] == "false"  # restored whenever unmanaged
-    assert seen["GOMP_SPINCOUNT"] == rm.SPINCOUNT
+    assert seen["GOMP_SPINCOUNT"] == "100"  # native/omp/env.h: docs/omp.md "Waiting"
     assert seen["THREADLAB_OMP_PIN"] == "1" and seen["THREADLAB_OMP_QUIET"] == "1"
     assert seen[rm.DIR_ENV] == str(lab.directory)
     assert seen[rm.ARENA_ENV] == rm.arena_name(lab.directory)
 
 
+def _launched_env(base: dict[str, str], tmp_path: Path, **options: Any) -> dict[str, str]:
+    argv, env = rm.omp_launch(["env"], base, directory=tmp_path, **options)
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
 @needs_native
-def test_shim_environment_keeps_the_users_wait_policy(native_env: None, tmp_path: Path) -> None:
-    env = rm.shim_environment({"OMP_WAIT_POLICY": "active", "THREADLAB_OMP_PIN": "1"}, directory=tmp_path)
-    assert env["OMP_WAIT_POLICY"] == "active" and "GOMP_SPINCOUNT" not in env
-    assert "THREADLAB_OMP_PIN" not in env  # pin=False means unpinned
-    assert env["THREADLAB_OMP_DYNAMIC_ORIG"] == "unset"
-    again = rm.shim_environment(env, directory=tmp_path)  # idempotent: the shim once, the user's setting kept
-    assert again["LD_PRELOAD"] == env["LD_PRELOAD"] == str(os.path.abspath(SHIM))
-    assert again["THREADLAB_OMP_DYNAMIC_ORIG"] == "unset"
+def test_the_launcher_keeps_the_users_wait_policy(native_env: None, tmp_path: Path) -> None:
+    seen = _launched_env({"PATH": os.environ["PATH"], "OMP_WAIT_POLICY": "active", "THREADLAB_OMP_PIN": "1"},
+                         tmp_path)
+    assert seen["OMP_WAIT_POLICY"] == "active" and "GOMP_SPINCOUNT" not in seen
+    assert "THREADLAB_OMP_PIN" not in seen  # pin=False means unpinned
+    assert seen["THREADLAB_OMP_DYNAMIC_ORIG"] == "unset" and seen["OMP_DYNAMIC"] == "true"
+    assert seen[rm.DIR_ENV] == str(tmp_path) and seen[rm.ARENA_ENV] == rm.arena_name(tmp_path)
+    again = _launched_env(seen, tmp_path, pin=True)  # nested: the shim once, the user's setting kept
+    assert again["LD_PRELOAD"] == seen["LD_PRELOAD"] == str(os.path.realpath(SHIM))
+    assert again["THREADLAB_OMP_DYNAMIC_ORIG"] == "unset" and again["THREADLAB_OMP_PIN"] == "1"
+
+
+@needs_native
+def test_omp_run_starts_without_the_front_end(native_env: None, tmp_path: Path) -> None:
+    # `threadlab omp run` must not pay for threadlab.cli's imports (numpy,
+    # scipy, rich, the store): the program starts from the entry point.
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "threadlab", "omp", "run", "--dir",
+                           str(tmp_path / "rm"), "--quiet", "--", "sh", "-c", "echo ran; exit 3"],
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert done.returncode == 3 and done.stdout == "ran\n"
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "threadlab.native.rm" in imported
+    assert not imported & {"threadlab.cli", "numpy", "scipy", "rich", "threadlab.records.store", "sqlite3"}, \
+        sorted(imported)
+
+
+@needs_native
+def test_the_launcher_on_its_own(native_env: None) -> None:
+    launcher = REAL_NATIVE_DIR / rm.LAUNCHER
+    done = subprocess.run([str(launcher), "--", "no-such-program-xyz"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "PROGRAM no-such-program-xyz: not found on $PATH" in done.stderr
+    done = subprocess.run([str(launcher), "--fast"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "unknown option '--fast'" in done.stderr
+    done = subprocess.run([str(launcher)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "a program is required" in done.stderr
+    done = subprocess.run([str(launcher), "sh", "-c", "exit 5"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 5
 
 
 def _dynamic_symbols(library: Path) -> set[str]:

@@ -1,7 +1,8 @@
 """threadlab-rm through threadlab.rm and `threadlab rm ...`, for real: a
 private manager per test (its own directory and arena), its status, live
-changes, slot reclamation after SIGKILL, a full arena, and the command
-line's errors."""
+changes, slot reclamation after SIGKILL, a full arena (whose refused
+program counts as other work), other work withheld from the division, a
+log that stays bounded, and the command line's errors."""
 
 from __future__ import annotations
 
@@ -187,11 +188,101 @@ def test_full_arena_runs_the_next_program_unmanaged(lab: Lab) -> None:
     code, summary, err = second.summary()
     assert code == 0
     assert summary["work_ok"] is True and summary["regions"] == 200
-    assert summary["shim_state"] == 1  # unmanaged, never blocked
-    assert any("arena is full" in line for line in err), err
+    assert summary["shim_state"] == 3  # not managed, never blocked, but cooperative
+    notices = [line for line in err if line.startswith("threadlab-omp[")]
+    assert len(notices) == 1, err
+    assert "arena is full (all 1 slot taken; threadlab rm start --slots N makes more)" in notices[0]
+    assert "applications)" not in notices[0]
     state = manager.status()
     assert state["counters"]["full"] >= 1
     assert [a["pid"] for a in state["apps"]] == [first.pid]
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="CPUs can only be shared from 2 CPUs up")
+def test_a_refused_program_is_other_work_and_cooperates(lab: Lab, tmp_path: Path) -> None:
+    # The arena is full: the refused program runs without the manager, so
+    # the manager counts it as other work and shrinks the one it manages,
+    # and the refused one sizes its teams by the CPUs left idle: they share
+    # the machine instead of running a full team each.
+    manager = lab.start_manager(slots=1, other_load="count")
+    managed = lab.probe("--kinds", "parallel", "--work-us", "300", "--until", str(tmp_path / "stop"))
+    lab.registered(manager, managed)
+    refused = lab.probe("--kinds", "parallel", "--work-us", "300", "--events", "--until", str(tmp_path / "stop"))
+    refused.stdout.wait_for("the refused program runs a team smaller than the CPUs",
+                            lambda l: l.startswith('{"event"') and json.loads(l)["team"] < NCPUS)
+    state = poll("the managed program shrunk for the refused one's work",
+                 lambda: (s := manager.status()) and s["manager"]["withheld"] and s)
+    app = lab.app(state, managed.pid)
+    assert app is not None and app["owned"] < NCPUS
+    assert not _cpus(app["cpus"]) & _cpus(state["manager"]["withheld"])
+    (tmp_path / "stop").touch()
+    assert managed.summary()[0] == 0 and refused.summary()[0] == 0
+
+
+def _cpus(text: str | None) -> set[int]:
+    return set(rm.parse_cpu_list(text)) if text else set()
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="a CPU can only be withheld from 2 CPUs up")
+def test_other_work_is_withheld_from_the_programs(lab: Lab) -> None:
+    manager = lab.start_manager(other_load="count")
+    assert manager.status()["manager"]["other_load"] == "count"
+    program = lab.probe("--kinds", "parallel", "--work-us", "200", "--seconds", "60")
+    lab.registered(manager, program)
+    busy = max(os.sched_getaffinity(0))
+    # Seed 004's independent application, keeping one CPU busy: two
+    # processes, so that they hold most of it even beside the program's
+    # thread there until the manager withholds it.
+    lab.hog(busy)
+    lab.hog(busy)
+    state = poll("the busy CPU withheld",
+                 lambda: (s := manager.status()) and busy in _cpus(s["manager"]["withheld"]) and s)
+    # Withheld once it reached 0.5 CPU, and kept until it falls to 0.25
+    # (docs/rm.md "Other work").
+    assert state["manager"]["other_cpus"] > 0.25
+    app = poll("the program's allocation without it",
+               lambda: (a := lab.app(manager.status(), program.pid)) and busy not in _cpus(a["cpus"]) and a)
+    assert app["owned"] <= NCPUS - 1 and app["team"] <= NCPUS - 1
+    assert lab.app(manager.status(), program.pid)["alive"] is True
+
+
+def test_other_work_ignored_withholds_nothing(lab: Lab) -> None:
+    manager = lab.start_manager(other_load="ignore")
+    lab.hog()
+    quanta = manager.status()["manager"]["quanta"]
+    state = poll("a few quanta", lambda: (s := manager.status())["manager"]["quanta"] >= quanta + 5 and s)
+    assert state["manager"]["other_load"] == "ignore" and state["manager"]["withheld"] == ""
+
+
+def test_the_log_is_rotated_and_bounded(lab: Lab) -> None:
+    # Every CPU rotation logged (--verbose) at a 1 ms quantum with more
+    # programs than CPUs: far more than 4 KiB within a second.
+    env = rm.daemon_env(lab.directory)
+    os.makedirs(lab.directory, mode=0o700, exist_ok=True)
+    done = subprocess.run([str(RM), "--policy", "timeshare", "--quantum-ms", "1", "--other-load", "ignore",
+                           "--log-max-kb", "4", "--verbose"], env=env, capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    manager = rm.Manager.running(lab.directory)
+    assert manager is not None
+    lab.managers.append(manager)
+    programs = [lab.probe("--kinds", "parallel", "--work-us", "100", "--seconds", "60") for _ in range(NCPUS + 1)]
+    log, old = lab.directory / "rm.log", lab.directory / "rm.log.1"
+
+    def rotated_twice() -> bool:
+        try:
+            first = log.read_text().splitlines()[0]
+        except (OSError, IndexError):
+            return False
+        return "rm.log reached 4 KiB: the lines before are in rm.log.1 (rotation" in first and \
+            int(first.split("(rotation ")[1].split(";")[0]) >= 2
+    poll("rm.log rotated twice", rotated_twice)
+    for program in programs:
+        program.kill()
+    manager.stop()
+    line = 512  # the longest line a rotation may let through
+    assert log.stat().st_size <= 4096 + line and old.stat().st_size <= 4096 + line
+    assert not manager.alive()
 
 
 def test_status_table_lists_programs(lab: Lab, run_cli: CliRunner) -> None:
@@ -234,7 +325,7 @@ def test_a_foreign_arena_is_refused_until_reset(lab: Lab, run_cli: CliRunner) ->
         code, _, err = run_cli("rm", "start")
         assert code == 1 and "--reset" in err
         manager = lab.start_manager(reset=True)
-        assert manager.status()["layout_version"] == 1
+        assert manager.status()["layout_version"] == 2
     finally:
         lab.close()
         arena.unlink(missing_ok=True)
@@ -298,8 +389,8 @@ def test_missing_build_says_how_to_build(tmp_path: Path) -> None:
     # conftest points THREADLAB_NATIVE_DIR at an empty directory
     with pytest.raises(ThreadlabError, match="threadlab-rm not found .*point it at a build's bin directory"):
         discovery.find_one("threadlab-rm")
-    with pytest.raises(ThreadlabError, match="libthreadlab-omp.so not found"):
-        rm.shim_environment()
+    with pytest.raises(ThreadlabError, match="threadlab-omp-run not found"):
+        rm.omp_launch(["true"])
 
 
 def test_arena_names_follow_the_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

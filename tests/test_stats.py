@@ -40,6 +40,41 @@ def test_mean_interval_needs_two_values() -> None:
     assert stats.mean_ci([5.0]) is None
 
 
+def test_positive_mean_interval_is_the_modified_cox_interval() -> None:
+    x = [1.2, 1.5, 0.9, 1.1, 2.0]
+    logs = np.log(x)
+    m, v, n = logs.mean(), logs.var(ddof=1), len(x)
+    half = sp.t.ppf(0.975, n - 1) * math.sqrt(v / n + v * v / (2 * (n - 1)))
+    interval = stats.positive_mean_ci(x)
+    assert interval is not None and interval.method == "log-cox"
+    assert interval.low == pytest.approx(math.exp(m + v / 2 - half))
+    assert interval.high == pytest.approx(math.exp(m + v / 2 + half))
+    assert interval.low < np.mean(x) < interval.high
+
+
+def test_a_times_interval_never_goes_below_zero() -> None:
+    # Two quick runs far apart: the t interval reaches below zero, the
+    # log-scale one is wide but positive (tables_multiprog, study tables).
+    runs = [0.0015, 0.0188]
+    t = stats.mean_ci(runs)
+    assert t is not None and t.low < 0
+    for interval in (stats.positive_mean_ci(runs), stats.mean_interval(runs, "s")):
+        assert interval is not None and 0 < interval.low < min(runs) and interval.high > max(runs)
+    assert stats.mean_interval([-1.0, 2.0], "s") == stats.mean_ci([-1.0, 2.0])  # not all positive: Student t
+    assert stats.mean_interval([3.0, 5.0], "switches") == stats.mean_ci([3.0, 5.0])  # not a time
+    assert stats.positive_mean_ci([1.0]) is None and stats.positive_mean_ci([1.0, 0.0]) is None
+    same = stats.positive_mean_ci([2.0, 2.0, 2.0])
+    assert same is not None and same.low == pytest.approx(2.0) and same.high == pytest.approx(2.0)
+
+
+def test_positive_mean_interval_coverage() -> None:
+    # docs/statistics.md: about 95% for lognormal times already at n = 5.
+    rng = np.random.default_rng(7)
+    truth = math.exp(0.5**2 / 2)
+    covered = sum(stats.positive_mean_ci(rng.lognormal(0.0, 0.5, 5)).contains(truth) for _ in range(600))
+    assert 0.92 <= covered / 600 <= 0.98
+
+
 @pytest.mark.parametrize("n", [6, 7, 10, 11, 20, 33, 100, 257])
 def test_median_interval_is_the_order_statistic_interval_of_scipys_quantile_test(n: int) -> None:
     x = _samples(n, seed=n)

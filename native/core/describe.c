@@ -1,5 +1,6 @@
 /* describe.c - what a benchmark program says about itself: --list (its
- * benchmarks) and --env (its build, clock and topology). */
+ * benchmarks) and --env (its build, clock and topology, and what the
+ * program adds: tl_env_extra). */
 #define _GNU_SOURCE
 #include <gnu/libc-version.h>
 #include <math.h>
@@ -73,6 +74,23 @@ void tl_print_list(const tl_bench *benches)
     }
 }
 
+#define TL_MAX_ENV_EXTRAS 8
+static struct {
+    char *key, *value;
+} env_extras[TL_MAX_ENV_EXTRAS];
+static unsigned nenv_extras;
+
+void tl_env_extra(const char *key, const char *value)
+{
+    if (nenv_extras == TL_MAX_ENV_EXTRAS)
+        tl_die("more than %d extra --env values", TL_MAX_ENV_EXTRAS);
+    env_extras[nenv_extras].key = strdup(key);
+    env_extras[nenv_extras].value = strdup(value ? value : "");
+    if (!env_extras[nenv_extras].key || !env_extras[nenv_extras].value)
+        tl_die("out of memory");
+    nenv_extras++;
+}
+
 void tl_print_env(void)
 {
     const tl_clock_info *clk = tl_clock_get();
@@ -94,6 +112,15 @@ void tl_print_env(void)
     tl_json_key(&j, "sanitizer"); tl_json_string(&j, tl_sanitizer_name());
     tl_json_key(&j, "libc"); tl_json_string(&j, gnu_get_libc_version());
     tl_json_key(&j, "topology"); tl_topology_json(&j);
+    if (nenv_extras) {
+        tl_json_key(&j, "extra");
+        tl_json_begin_object(&j);
+        for (unsigned i = 0; i < nenv_extras; i++) {
+            tl_json_key(&j, env_extras[i].key);
+            tl_json_string(&j, env_extras[i].value);
+        }
+        tl_json_end_object(&j);
+    }
     tl_json_key(&j, "defaults");
     tl_json_begin_object(&j);
     tl_json_key(&j, "normal"); tl_options_json(&j, 0);

@@ -145,6 +145,17 @@ int tl_measure(tl_ctx *ctx, tl_timing_fn fn, void *arg, const tl_measure_spec *s
     return 0;
 }
 
+void tl_add_sample(tl_ctx *ctx, double value)
+{
+    tl_pending *p = &ctx->priv->pending;
+    tl_pending_add_sample(p, value);
+    p->iterations = 1;
+    p->actions_per_iteration = 1.0;
+    p->stop_reason = "fixed";
+    if (p->status == TL_STATUS_NONE)
+        p->status = TL_STATUS_OK;
+}
+
 void tl_set_metric(tl_ctx *ctx, const char *metric, const char *quantity)
 {
     tl_pending *p = &ctx->priv->pending;

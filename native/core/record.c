@@ -49,8 +49,12 @@ void tl_emit(tl_ctx *ctx)
         extras[i] = (tl_record_extra){p->extras[i].key, p->extras[i].is_string ? p->extras[i].string : NULL,
                                       p->extras[i].number};
     int derived = p->status == TL_STATUS_OK && p->stop_reason && strcmp(p->stop_reason, "derived") == 0;
-    tl_record_stop stop = {ctx->opt.rule == TL_RULE_RSE ? "rse" : "rsd", ctx->opt.target, p->stop_reason,
-                           ctx->opt.min_timings, ctx->opt.max_timings, p->elapsed_s};
+    /* A protocol that timed itself (tl_add_sample) ran no adaptive loop. */
+    int fixed = p->stop_reason && strcmp(p->stop_reason, "fixed") == 0;
+    tl_record_stop stop = {fixed ? "fixed" : ctx->opt.rule == TL_RULE_RSE ? "rse" : "rsd",
+                           fixed ? NAN : ctx->opt.target, p->stop_reason,
+                           fixed ? (long long)p->nsamples : ctx->opt.min_timings,
+                           fixed ? (long long)p->nsamples : ctx->opt.max_timings, p->elapsed_s};
     tl_record r = {
         .benchmark = b->name,
         .model = b->model,

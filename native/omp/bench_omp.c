@@ -4,6 +4,7 @@
  *
  *   omp.region.overhead  params construct (parallel, parallel_for) and
  *                        threads (all, 1)
+ *   omp.launch.overhead  what threadlab-omp-run adds to starting a program
  *
  * One point runs in one process that has the shim preloaded and is managed
  * by threadlab-rm.  It times the same empty region two ways, through
@@ -33,14 +34,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #include "threadlab/bench.h"
 #include "threadlab/omp.h"
 #include "threadlab/rm.h"
 
+#include "env.h"
 #include "gomp_abi.h"
 
 typedef void (*parallel_fn)(tl_fn, void *, unsigned, unsigned);
@@ -51,34 +57,6 @@ static char **saved_argv;
 #define ENV_PRIVATE "THREADLAB_BENCH_OMP_PRIVATE_RM"
 
 /* ------------------------------------------------------------ locations */
-
-static int sibling(const char *relative, char *out, size_t len)
-{
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return -1;
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    int written = snprintf(out, len, "%s/%s", self, relative);
-    if (written < 0 || (size_t)written >= len)
-        return -1;
-    return access(out, F_OK) == 0 ? 0 : -1;
-}
-
-/* $THREADLAB_OMP_LIB, else ../lib/libthreadlab-omp.so beside this program. */
-static int find_shim(char *out, size_t len)
-{
-    const char *env = getenv("THREADLAB_OMP_LIB");
-    if (env && *env) {
-        snprintf(out, len, "%s", env);
-        return access(out, R_OK) == 0 ? 0 : -1;
-    }
-    return sibling("../lib/libthreadlab-omp.so", out, len);
-}
 
 static int manager_running(void)
 {
@@ -97,7 +75,7 @@ static int manager_running(void)
 static int run_rm(const char *const *args)
 {
     char rm[PATH_MAX];
-    if (sibling("threadlab-rm", rm, sizeof rm) != 0)
+    if (tl_omp_sibling("threadlab-rm", rm, sizeof rm) != 0)
         return -1;
     char *argv[8] = {rm};
     for (int i = 0; args[i] && i < 6; i++)
@@ -131,7 +109,7 @@ static int ensure_managed_process(tl_ctx *ctx)
     if (dlsym(RTLD_DEFAULT, "threadlab_omp_state"))
         return 0;
     char shim[PATH_MAX];
-    if (find_shim(shim, sizeof shim) != 0) {
+    if (tl_omp_find_shim(shim, sizeof shim) != 0) {
         tl_unsupported(ctx, "libthreadlab-omp.so not found (build/lib beside this program, or $THREADLAB_OMP_LIB)");
         return -1;
     }
@@ -154,10 +132,12 @@ static int ensure_managed_process(tl_ctx *ctx)
         }
         setenv(ENV_PRIVATE, dir, 1);
     }
-    const char *old = getenv("LD_PRELOAD");
-    char preload[2 * PATH_MAX];
-    snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old && *old ? old : "");
-    setenv("LD_PRELOAD", preload, 1);
+    /* The shim alone: the wait policy stays libgomp's, as the reference
+     * path's, so that `added` is the interposition's cost only. */
+    if (tl_omp_preload(shim) != 0) {
+        tl_unsupported(ctx, "LD_PRELOAD is too long to add the shim to");
+        return -1;
+    }
     setenv("THREADLAB_OMP_QUIET", "1", 1);
     fflush(NULL);
     execv("/proc/self/exe", saved_argv);
@@ -307,6 +287,115 @@ static int run_overhead(tl_ctx *ctx)
     return 0;
 }
 
+/* ---------------------------------------------------------------- launches */
+
+/* One OpenMP program, started and waited for `iterations` times: the
+ * probe with one region, directly (argv) or through the launcher. */
+typedef struct {
+    char *const *argv;
+    int failures;               /* launches that did not exit 0 */
+} launch_arg;
+
+static int spawn_wait(char *const *argv, int out_fd)
+{
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (out_fd >= 0)
+        posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+    else
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0)
+        return -1;
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static double time_launches(void *p, uint64_t iterations)
+{
+    launch_arg *a = p;
+    uint64_t t0 = tl_now();
+    for (uint64_t i = 0; i < iterations; i++)
+        if (spawn_wait(a->argv, -1) != 0)
+            a->failures++;
+    uint64_t t1 = tl_now();
+    return tl_ticks_to_ns(t1 - t0);
+}
+
+/* The probe's summary line, run through the launcher: the shim's state it
+ * reports (-1 without the shim, -2 when there is no summary). */
+static int launched_shim_state(char *const *argv)
+{
+    int fd = memfd_create("threadlab-omp-probe-output", MFD_CLOEXEC); /* no name in /tmp to squat */
+    if (fd < 0)
+        return -2;
+    int rc = spawn_wait(argv, fd);
+    char text[4096];
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    close(fd);
+    if (rc != 0 || n <= 0)
+        return -2;
+    text[n] = '\0';
+    const char *at = strstr(text, "\"shim_state\":");
+    return at ? atoi(at + strlen("\"shim_state\":")) : -2; /* atoi skips the blank a writer may put */
+}
+
+static int run_launch(tl_ctx *ctx)
+{
+    char probe[PATH_MAX], launcher[PATH_MAX], shim[PATH_MAX];
+    if (tl_omp_sibling("threadlab-omp-probe", probe, sizeof probe) != 0 ||
+        tl_omp_sibling("threadlab-omp-run", launcher, sizeof launcher) != 0 ||
+        tl_omp_find_shim(shim, sizeof shim) != 0) {
+        tl_unsupported(ctx, "threadlab-omp-probe, threadlab-omp-run or libthreadlab-omp.so is not built beside "
+                            "this program");
+        return 0;
+    }
+    /* Both ways start the program with the same environment (the shim's):
+     * what differs is the launcher's exec and its work. */
+    if (tl_omp_setenv(shim, 0, 1) != 0) {
+        tl_unsupported(ctx, "LD_PRELOAD is too long to add the shim to");
+        return 0;
+    }
+    char *direct_argv[] = {probe, "--rounds", "1", "--kinds", "parallel", NULL};
+    char *via_argv[] = {launcher, "--quiet", "--", probe, "--rounds", "1", "--kinds", "parallel", NULL};
+    launch_arg direct = {.argv = direct_argv}, via = {.argv = via_argv};
+    int state = launched_shim_state(via_argv);
+    time_launches(&direct, 3); /* warm-up: the program and the shim in the page cache */
+    time_launches(&via, 3);
+    direct.failures = via.failures = 0;
+
+    tl_measure_spec spec = {.metric = "direct", .quantity = "time to start an OpenMP program with the shim's "
+                                                            "environment and wait for its exit (one region)"};
+    if (tl_measure(ctx, time_launches, &direct, &spec) != 0)
+        return 1;
+    double direct_median = tl_pending_median(ctx);
+    tl_check(ctx, "exited", direct.failures == 0, direct.failures, "%d launches did not exit 0", direct.failures);
+    tl_emit(ctx);
+
+    spec.metric = "launcher";
+    spec.quantity = "the same through threadlab-omp-run";
+    if (tl_measure(ctx, time_launches, &via, &spec) != 0)
+        return 1;
+    double via_median = tl_pending_median(ctx);
+    tl_check(ctx, "exited", via.failures == 0, via.failures, "%d launches did not exit 0", via.failures);
+    tl_check(ctx, "shim_loaded", state >= 0, state, "the launched program %s the shim (its state %d)",
+             state >= 0 ? "had" : "did NOT have", state);
+    tl_emit(ctx);
+
+    tl_derived(ctx, "added", "time threadlab-omp-run adds to a launch (launcher median - direct median)",
+               via_median - direct_median, "launcher.median - direct.median");
+    tl_check(ctx, "shim_loaded", state >= 0, state, "the launched program %s the shim",
+             state >= 0 ? "had" : "did NOT have");
+    tl_extra_num(ctx, "direct_median_ns", direct_median);
+    tl_extra_num(ctx, "launcher_median_ns", via_median);
+    tl_emit(ctx);
+    return 0;
+}
+
 static const char *const constructs[] = {"parallel", "parallel_for", NULL};
 static const char *const constructs_quick[] = {"parallel", NULL};
 static const char *const thread_values[] = {"all", "1", NULL};
@@ -327,6 +416,10 @@ static const tl_bench benches[] = {
              "what the libgomp shim of threadlab-rm adds to one parallel region (EPCC-style, managed)",
              "time per empty region",
              0, 0, overhead_params, run_overhead),
+    TL_BENCH("omp.launch.overhead", "openmp",
+             "what threadlab-omp-run (and so `threadlab omp run`'s exec) adds to starting an OpenMP program",
+             "time per launch and exit of a one-region OpenMP program",
+             0, 0, NULL, run_launch),
     {0},
 };
 

@@ -11,6 +11,10 @@
  *   for_nonmonotonic_runtime, sections, task_reduction, teams,
  *   direct (every GOMP_parallel_loop_* 4.0 entry called directly, with the
  *   static one gcc never emits), legacy (the GOMP 1.0 _start/_end forms),
+ *   long (one region whose threads all compute until --seconds have passed
+ *   since the start or the --until FILE exists, like NAS EP: it prints
+ *   {"event": "long", "team": N} when it starts, so a test can look at its
+ *   threads' CPUs while it runs),
  * records the team size each got (omp_get_num_threads() in the region) and
  * checks that every loop iteration and section ran exactly once.  It stops
  * after --rounds rounds, or after --seconds, or when --until FILE exists.
@@ -42,12 +46,13 @@
 
 enum {
     K_PARALLEL, K_FOR_STATIC, K_FOR_DYNAMIC, K_FOR_MONO_DYNAMIC, K_FOR_GUIDED, K_FOR_MONO_GUIDED, K_FOR_RUNTIME,
-    K_FOR_MONO_RUNTIME, K_FOR_NONMONO_RUNTIME, K_SECTIONS, K_TASK_REDUCTION, K_TEAMS, K_DIRECT, K_LEGACY, K_COUNT
+    K_FOR_MONO_RUNTIME, K_FOR_NONMONO_RUNTIME, K_SECTIONS, K_TASK_REDUCTION, K_TEAMS, K_DIRECT, K_LEGACY, K_LONG,
+    K_COUNT
 };
 static const char *kind_names[K_COUNT] = {
     "parallel", "for_static", "for_dynamic", "for_monotonic_dynamic", "for_guided", "for_monotonic_guided",
     "for_runtime", "for_monotonic_runtime", "for_nonmonotonic_runtime", "sections", "task_reduction", "teams",
-    "direct", "legacy"};
+    "direct", "legacy", "long"};
 
 static struct {
     int min, max, last;
@@ -58,6 +63,8 @@ static long regions;
 static int work_ok = 1;
 static double work_us;
 static int num_threads; /* 0 = no clause */
+static double started_s, stop_after_s; /* the long region's stop conditions */
+static const char *stop_file;
 static int nested_outer = -1, nested_inner_max = -1;
 
 static double now_s(void)
@@ -308,11 +315,45 @@ static void region_nested(void)
     nested_inner_max = inner_max;
 }
 
+static int stop_now(void)
+{
+    return (stop_after_s > 0 && now_s() - started_s >= stop_after_s) || (stop_file && access(stop_file, F_OK) == 0);
+}
+
+static int region_long(void)
+{
+    int team = 0, stop = 0;
+#pragma omp parallel
+    {
+        if (omp_get_thread_num() == 0) {
+            team = omp_get_num_threads();
+            tl_json j;
+            tl_json_init(&j);
+            tl_json_begin_object(&j);
+            tl_json_key(&j, "event"); tl_json_string(&j, "long");
+            tl_json_key(&j, "t_ms"); tl_json_number(&j, (now_s() - started_s) * 1e3);
+            tl_json_key(&j, "team"); tl_json_int(&j, team);
+            tl_json_end_object(&j);
+            tl_json_emit(&j);
+            while (!stop_now()) {
+                double end = now_s() + 1e-3;
+                while (now_s() < end)
+                    ;
+            }
+            __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+        } else {
+            while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE))
+                ;
+        }
+    }
+    return team;
+}
+
 typedef int (*region_fn)(void);
 static const region_fn region_fns[K_COUNT] = {
     region_parallel, region_for_static, region_for_dynamic, region_for_mono_dynamic, region_for_guided,
     region_for_mono_guided, region_for_runtime, region_for_mono_runtime, region_for_nonmono_runtime,
-    region_sections, region_task_reduction, region_teams, region_direct, region_legacy};
+    region_sections, region_task_reduction, region_teams, region_direct, region_legacy, region_long};
 
 static int usage(const char *why)
 {
@@ -357,7 +398,7 @@ int main(int argc, char **argv)
     int enabled[K_COUNT];
     for (int k = 0; k < K_COUNT; k++) {
         if (!strcmp(kinds, "all")) {
-            enabled[k] = 1;
+            enabled[k] = k != K_LONG; /* only when asked for: it runs until told to stop */
         } else {
             char list[512];
             snprintf(list, sizeof list, ",%s,", kinds);
@@ -372,6 +413,9 @@ int main(int argc, char **argv)
         omp_set_max_active_levels(2);
 
     double start = now_s();
+    started_s = start;
+    stop_after_s = seconds;
+    stop_file = until;
     int last_team = -1;
     for (long r = 0; rounds < 0 || r < rounds; r++) {
         for (int k = 0; k < K_COUNT; k++) {

@@ -29,11 +29,26 @@
  * program's own setting is back in force.  A program that calls
  * omp_set_dynamic(0) asks for exact team sizes: it gets them, unmanaged.
  *
+ * While a region runs, its team's size cannot change (libgomp fixed it),
+ * but its CPUs can: a watcher thread (confine.c) keeps every thread of a
+ * managed process on the CPUs the manager gave it, moving them as soon as
+ * the allocation changes.  A program whose regions outlast a quantum (and
+ * a program's first region, whose length is not known yet) therefore runs
+ * its full request, confined to the CPUs it owns, so that it can use more
+ * CPUs when another program leaves mid-region; a program of short regions
+ * runs min(request, allocation) threads, since barriers want one thread
+ * per CPU (docs/rm.md "Team size against CPUs").
+ *
  * No manager: the program runs exactly as without the shim (one notice);
  * the arena is looked for again once a second.  An arena that is not the
  * user's own, or that others may write, is never mapped (tl_rm_open): the
- * program runs unmanaged, with one notice.  A manager that stops, dies
- * or hangs is noticed at the next region, which runs unmanaged.
+ * program runs unmanaged, with one notice.  A manager that stops, dies or
+ * hangs (noticed by the watcher within a quantum, or at the next region),
+ * and an arena that is full, leave the program *cooperative*: its threads
+ * get their original CPUs back, and each region gets min(request, the
+ * CPUs other work leaves idle), measured from /proc/stat and the
+ * process's own CPU time at most every 50 ms (load.c).  One notice per
+ * event: losing the manager, being refused, being managed again.
  *
  * Environment: THREADLAB_OMP_PIN=1 pins team threads to the allocated CPUs
  * (re-pinning only when the allocation's epoch changes);
@@ -55,11 +70,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <omp.h>
 
 #include "gomp_abi.h"
+#include "shim.h"
 #include "threadlab/compiler.h"
 #include "threadlab/omp.h"
 #include "threadlab/rm.h"
@@ -174,9 +191,30 @@ static struct {
     int dyn_orig;               /* the user's, before `threadlab omp run` */
     int dyn_user;               /* -1, or the program's omp_set_dynamic() */
     unsigned dyn_gen;           /* bumped whenever the wanted real value changes */
-    int notices;                /* bit set of notices printed */
+    int last_note;              /* the kind of the latest notice (NOTE_*), 0 = none */
+    int dyn_noted;              /* the omp_set_dynamic(0) notice was printed */
+    int cooperative;            /* managed or refused once: without a manager, cooperate */
+    /* Region lengths: a region that outlasts long_ns cannot follow the
+     * allocation at its boundary; the next one runs the full request. */
+    uint64_t long_ns;           /* the manager's quantum */
+    int long_regions;           /* the latest managed region was long (or none ran yet) */
     pthread_mutex_t lock;
-} g = {.state = TL_OMP_STATE_INIT, .slot = -1, .dyn_user = -1, .dyn_gen = 1, .lock = PTHREAD_MUTEX_INITIALIZER};
+} g = {.state = TL_OMP_STATE_INIT, .slot = -1, .dyn_user = -1, .dyn_gen = 1, .long_regions = 1,
+       .long_ns = (uint64_t)TL_RM_DEFAULT_QUANTUM_MS * 1000000u, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Cooperative teams: the CPUs of the process that other work leaves idle,
+ * measured at most every COOP_PERIOD_NS (two /proc/stat readings and the
+ * process's own CPU time between them).  Only the thread that holds
+ * co.lock measures; the others use the latest team. */
+#define COOP_PERIOD_NS UINT64_C(50000000)
+static struct {
+    pthread_mutex_t lock;
+    tl_rm_cpustat stat;         /* the previous reading */
+    uint64_t self_ns;           /* the process's CPU time then */
+    int have;
+    unsigned team;              /* the current cooperative team, >= 1 */
+    uint64_t next_ns;           /* coarse clock: the next measurement */
+} co = {.lock = PTHREAD_MUTEX_INITIALIZER, .team = 1};
 
 /* The shim is preloaded, so its thread-locals can live in the static TLS
  * block: initial-exec makes each access one %fs-relative load instead of a
@@ -186,33 +224,59 @@ static struct {
 
 static __thread unsigned tls_dyn_gen TLS_IE;
 static __thread uint32_t tls_pin_epoch TLS_IE;
+static __thread unsigned tls_pin_gen TLS_IE;
 static __thread int tls_pin_tid TLS_IE = -1;
 
+/* The kinds of notice.  One is printed per event: when the kind differs
+ * from the latest one printed.  A manager lost and none found at the next
+ * looks are one event (both say: no manager). */
 enum {
-    NOTE_NO_MANAGER = 1,
-    NOTE_FALLBACK = 2,
-    NOTE_FULL = 4,
-    NOTE_VERSION = 8,
-    NOTE_DYN_OFF = 16,
-    NOTE_ATTACHED = 32,
-    NOTE_CORRUPT = 64,
-    NOTE_UNSAFE = 128,
+    NOTE_NO_MANAGER = 1, /* none running, or it stopped, died or hangs */
+    NOTE_FULL,
+    NOTE_VERSION,
+    NOTE_CORRUPT,
+    NOTE_UNSAFE,
+    NOTE_ATTACHED,       /* managed (again) */
 };
+
+static void say(const char *fmt, va_list ap)
+{
+    if (g.quiet)
+        return;
+    char text[512];
+    vsnprintf(text, sizeof text, fmt, ap);
+    fprintf(stderr, "threadlab-omp[%d]: %s\n", (int)getpid(), text);
+}
 
 static void notice(int which, const char *fmt, ...) TL_PRINTF(2, 3);
 static void notice(int which, const char *fmt, ...)
 {
-    if (g.notices & which)
+    if (g.last_note == which)
         return;
-    g.notices |= which;
-    if (g.quiet)
-        return;
-    char text[512];
+    g.last_note = which;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    say(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "threadlab-omp[%d]: %s\n", (int)getpid(), text);
+}
+
+static void notice_dyn_off(const char *fmt, ...) TL_PRINTF(1, 2);
+static void notice_dyn_off(const char *fmt, ...)
+{
+    if (g.dyn_noted)
+        return;
+    g.dyn_noted = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    say(fmt, ap);
+    va_end(ap);
+}
+
+/* The shim decides the team sizes: managed, or cooperating without a
+ * manager. */
+static inline int deciding(int state)
+{
+    return state == TL_OMP_STATE_MANAGED || state == TL_OMP_STATE_COOPERATIVE;
 }
 
 static uint64_t env_ms(const char *name, uint64_t fallback)
@@ -250,13 +314,13 @@ static int dyn_visible(void)
 {
     if (g.dyn_user >= 0)
         return g.dyn_user;
-    return __atomic_load_n(&g.state, __ATOMIC_ACQUIRE) == TL_OMP_STATE_MANAGED ? g.dyn_env : g.dyn_orig;
+    return deciding(__atomic_load_n(&g.state, __ATOMIC_ACQUIRE)) ? g.dyn_env : g.dyn_orig;
 }
 
 /* The real dyn-var libgomp should use now. */
 static int dyn_wanted(void)
 {
-    return __atomic_load_n(&g.state, __ATOMIC_ACQUIRE) == TL_OMP_STATE_MANAGED ? 0 : dyn_visible();
+    return deciding(__atomic_load_n(&g.state, __ATOMIC_ACQUIRE)) ? 0 : dyn_visible();
 }
 
 static void capture_dyn(void)
@@ -308,9 +372,9 @@ EXPORT void omp_set_dynamic(int dynamic)
     pthread_mutex_lock(&g.lock);
     capture_dyn();
     g.dyn_user = dynamic != 0;
-    if (!g.dyn_user && g.state == TL_OMP_STATE_MANAGED)
-        notice(NOTE_DYN_OFF, "the program called omp_set_dynamic(0): its regions keep the sizes it asks for "
-                             "(unmanaged while it does)");
+    if (!g.dyn_user && deciding(g.state))
+        notice_dyn_off("the program called omp_set_dynamic(0): its regions keep the sizes it asks for "
+                       "(unmanaged while it does)");
     dyn_changed();
     pthread_mutex_unlock(&g.lock);
     real.set_dynamic(dyn_wanted());
@@ -333,6 +397,90 @@ EXPORT void omp_set_dynamic_8_(const int64_t *set)
     omp_set_dynamic(*set != 0);
 }
 
+/* ------------------------------------------------------ cooperative teams */
+
+static unsigned clamp_team(long team)
+{
+    long n = (long)shim_confine_ncpus();
+    return team < 1 ? 1u : team > n ? (unsigned)n : (unsigned)team;
+}
+
+/* Under g.lock: cooperation starts, with the team the manager last gave
+ * (alloc), or, refused before any allocation, the CPUs not running other
+ * threads right now (this one excluded); measured from the next region. */
+static void coop_begin(uint32_t alloc)
+{
+    pthread_mutex_lock(&co.lock);
+    unsigned team;
+    if (alloc) {
+        team = clamp_team((long)alloc);
+    } else {
+        long runnable = (long)tl_rm_runnable_now();
+        team = clamp_team((long)shim_confine_ncpus() - (runnable > 1 ? runnable - 1 : 0));
+    }
+    __atomic_store_n(&co.team, team, __ATOMIC_RELAXED);
+    co.have = 0;
+    __atomic_store_n(&co.next_ns, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&co.lock);
+}
+
+/* Under co.lock: the CPUs of the process other work kept busy since the
+ * previous reading; the team is the rest, rounded, at least 1. */
+static void coop_measure(uint64_t now)
+{
+    static tl_rm_cpustat readings[2];
+    static unsigned current;
+    tl_rm_cpustat *next = &readings[current ^ 1u];
+    __atomic_store_n(&co.next_ns, now + COOP_PERIOD_NS, __ATOMIC_RELAXED);
+    if (tl_rm_cpustat_read(next) != 0)
+        return;
+    struct rusage self;
+    getrusage(RUSAGE_SELF, &self);
+    uint64_t self_ns = ((uint64_t)self.ru_utime.tv_sec + (uint64_t)self.ru_stime.tv_sec) * UINT64_C(1000000000) +
+                       ((uint64_t)self.ru_utime.tv_usec + (uint64_t)self.ru_stime.tv_usec) * UINT64_C(1000);
+    if (co.have) {
+        tl_rm_cpuset mine;
+        tl_rm_cpuset_zero(&mine);
+        const cpu_set_t *original = shim_confine_original();
+        for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
+            if (CPU_ISSET(c, original))
+                tl_rm_cpuset_add(&mine, c);
+        double other = tl_rm_other_cpus(&readings[current], next, &mine,
+                                        self_ns > co.self_ns ? self_ns - co.self_ns : 0);
+        double idle = (double)shim_confine_ncpus() - other;
+        __atomic_store_n(&co.team, clamp_team((long)(idle + 0.5)), __ATOMIC_RELAXED);
+    }
+    co.self_ns = self_ns;
+    co.have = 1;
+    current ^= 1u;
+}
+
+/* A cooperative region's team: min(request, the CPUs other work leaves
+ * idle).  One thread measures when a measurement is due; the others (and
+ * it, if it cannot take the lock) use the latest team. */
+static unsigned coop_team(unsigned request)
+{
+    uint64_t now = tl_rm_coarse_ns();
+    if (now >= __atomic_load_n(&co.next_ns, __ATOMIC_RELAXED) && pthread_mutex_trylock(&co.lock) == 0) {
+        if (now >= co.next_ns)
+            coop_measure(now);
+        pthread_mutex_unlock(&co.lock);
+    }
+    unsigned team = __atomic_load_n(&co.team, __ATOMIC_RELAXED);
+    return request < team ? request : team;
+}
+
+/* The team of a region the shim does not give the manager's allocation:
+ * cooperative, or exactly what libgomp would run. */
+static unsigned unmanaged_team(int state, unsigned specified)
+{
+    sync_dyn();
+    if (state != TL_OMP_STATE_COOPERATIVE || g.dyn_user == 0)
+        return specified;
+    unsigned request = specified ? specified : (unsigned)real.get_max_threads();
+    return coop_team(request ? request : 1);
+}
+
 /* ---------------------------------------------------------- attach/detach */
 
 static uint64_t next_probe_deadline(void)
@@ -340,19 +488,35 @@ static uint64_t next_probe_deadline(void)
     return g.probe_ns ? tl_rm_coarse_ns() + g.probe_ns : UINT64_MAX;
 }
 
+/* Forgets the arena, but keeps its mapping: another thread of the program
+ * (the watcher, a region starting elsewhere) may still be reading it, and
+ * a mapping of an object already unlinked costs only its pages.  Arenas
+ * are replaced rarely (a manager restarted with --reset). */
 static void unmap(void)
 {
-    if (g.mapped)
-        tl_rm_close(&g.arena);
+    if (g.mapped && g.arena.fd >= 0) {
+        close(g.arena.fd);
+        g.arena.fd = -1;
+    }
     g.mapped = 0;
     g.slot = -1;
     g.my = NULL;
+}
+
+/* The state of a process that could not be managed now: cooperative once
+ * it has been managed or refused (a manager that left, a full arena),
+ * else libgomp as it is (no manager was ever seen, or the arena is not
+ * one to trust). */
+static int without_manager(void)
+{
+    return g.cooperative ? TL_OMP_STATE_COOPERATIVE : TL_OMP_STATE_UNMANAGED;
 }
 
 /* Under g.lock.  Looks for a manager and registers; returns the new state. */
 static int attach_locked(unsigned request)
 {
     capture_dyn();
+    shim_confine_capture(); /* the process's own CPUs, before any confinement */
     g.next_probe_ns = next_probe_deadline();
     pid_t pid = getpid();
     if (g.mapped && g.pid != pid) { /* a forked child: the slot is the parent's */
@@ -368,17 +532,17 @@ static int attach_locked(unsigned request)
         int rc = tl_rm_open(&g.arena, name, err, sizeof err);
         if (rc == TL_RM_EVERSION) {
             notice(NOTE_VERSION, "refusing the resource manager's arena %s: %s; running unmanaged", name, err);
-            return TL_OMP_STATE_UNMANAGED;
+            return without_manager();
         }
         if (rc == TL_RM_EUNSAFE) {
             /* Another user's object: joining it would let them size (or,
              * by cutting it short, kill) this program. */
             notice(NOTE_UNSAFE, "%s; running unmanaged", err);
-            return TL_OMP_STATE_UNMANAGED;
+            return without_manager();
         }
         if (rc != TL_RM_OK) {
             notice(NOTE_NO_MANAGER, "no resource manager (threadlab-rm) is running; running unmanaged");
-            return TL_OMP_STATE_UNMANAGED;
+            return without_manager();
         }
         g.mapped = 1;
         g.slot = -1;
@@ -395,12 +559,12 @@ static int attach_locked(unsigned request)
         if (g.slot >= 0)
             tl_rm_release(&g.arena, g.slot);
         g.slot = -1; /* g.my stays a valid address for a thread still on the fast path */
-        return TL_OMP_STATE_UNMANAGED;
+        return without_manager();
     }
     tl_rm_header *h = g.arena.hdr;
     if (!tl_rm_manager_fresh(h, tl_rm_now_ns()) || !tl_rm_manager_exists(h)) {
         notice(NOTE_NO_MANAGER, "no resource manager (threadlab-rm) is running; running unmanaged");
-        return TL_OMP_STATE_UNMANAGED;
+        return without_manager();
     }
     if (g.slot >= 0) {
         tl_rm_slot *s = &g.arena.slots[g.slot];
@@ -413,9 +577,16 @@ static int attach_locked(unsigned request)
     if (g.slot < 0) {
         int slot = tl_rm_register(&g.arena, request, g.pin ? TL_RM_APP_PINNED : 0, &g.epoch0);
         if (slot < 0) {
-            notice(NOTE_FULL, "the resource manager's arena is full (%u applications); running unmanaged",
-                   g.arena.nslots);
-            return TL_OMP_STATE_UNMANAGED;
+            if (!g.cooperative)
+                coop_begin(0);
+            g.cooperative = 1;
+            notice(NOTE_FULL,
+                   "the resource manager's arena is full (all %u slot%s taken; threadlab rm start --slots N "
+                   "makes more); running unmanaged but cooperative (teams sized by the idle CPUs), looking "
+                   "again every %llu ms",
+                   g.arena.nslots, g.arena.nslots == 1 ? "" : "s",
+                   (unsigned long long)(g.probe_ns / UINT64_C(1000000)));
+            return TL_OMP_STATE_COOPERATIVE;
         }
         g.slot = slot;
         g.my = &g.arena.slots[slot];
@@ -426,7 +597,11 @@ static int attach_locked(unsigned request)
             g.answered = 1;
     }
     g.generation = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
-    if (g.notices & (NOTE_NO_MANAGER | NOTE_FALLBACK | NOTE_CORRUPT))
+    uint64_t quantum = __atomic_load_n(&h->quantum_ms, __ATOMIC_RELAXED);
+    if (quantum >= TL_RM_MIN_QUANTUM_MS && quantum <= TL_RM_MAX_QUANTUM_MS)
+        g.long_ns = quantum * UINT64_C(1000000);
+    g.cooperative = 1;
+    if (g.last_note && g.last_note != NOTE_ATTACHED)
         notice(NOTE_ATTACHED, "managed by threadlab-rm (pid %d) from now on", (int)h->manager_pid);
     return TL_OMP_STATE_MANAGED;
 }
@@ -434,8 +609,13 @@ static int attach_locked(unsigned request)
 static void set_state(int state)
 {
     int old = __atomic_exchange_n(&g.state, state, __ATOMIC_ACQ_REL);
-    if (old != state)
+    if (old != state) {
         dyn_changed();
+        /* The watcher confines a managed process and frees one that is
+         * not any more. */
+        if (state == TL_OMP_STATE_MANAGED || old == TL_OMP_STATE_MANAGED)
+            shim_confine_kick(g.my);
+    }
 }
 
 /* The slow path: first region, or an unmanaged process's periodic look. */
@@ -450,15 +630,18 @@ static int attach(unsigned request)
     return state;
 }
 
-/* The manager is gone (stopped, dead, hung): run unmanaged. */
+/* The manager is gone (stopped, dead, hung): cooperate without it, from
+ * the team it had allocated. */
 static void fall_back(const char *why)
 {
     pthread_mutex_lock(&g.lock);
     if (g.state == TL_OMP_STATE_MANAGED) {
-        notice(NOTE_FALLBACK, "the resource manager %s; running unmanaged", why);
+        notice(NOTE_NO_MANAGER, "the resource manager %s; running unmanaged but cooperative (teams sized by "
+               "the idle CPUs)", why);
         g.next_probe_ns = next_probe_deadline();
-        g.notices &= ~NOTE_ATTACHED;
-        set_state(TL_OMP_STATE_UNMANAGED);
+        uint32_t alloc = g.my ? __atomic_load_n(&g.my->alloc, __ATOMIC_RELAXED) : 1;
+        coop_begin(alloc);
+        set_state(TL_OMP_STATE_COOPERATIVE);
     }
     pthread_mutex_unlock(&g.lock);
 }
@@ -491,6 +674,29 @@ static int manager_ok(const tl_rm_header *h, uint64_t now)
     return 1; /* alive, only late */
 }
 
+int shim_watch_state(tl_rm_slot **slot, const tl_rm_header **hdr)
+{
+    pthread_mutex_lock(&g.lock);
+    int state = g.state;
+    tl_rm_slot *s = state == TL_OMP_STATE_MANAGED ? g.my : NULL;
+    /* A slot the manager freed (and maybe gave to another program) is not
+     * this process's allocation: the next region registers again. */
+    if (s && (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE ||
+              __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE) != g.pid))
+        s = NULL;
+    *slot = s;
+    *hdr = s && g.mapped ? g.arena.hdr : NULL;
+    pthread_mutex_unlock(&g.lock);
+    return state;
+}
+
+int shim_watch_manager(const tl_rm_header *hdr)
+{
+    if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != TL_OMP_STATE_MANAGED || hdr != g.arena.hdr)
+        return 0;
+    return manager_ok(hdr, tl_rm_coarse_ns());
+}
+
 EXPORT int threadlab_omp_state(void)
 {
     return __atomic_load_n(&g.state, __ATOMIC_ACQUIRE);
@@ -504,8 +710,9 @@ EXPORT int threadlab_omp_slot(void)
 /* ------------------------------------------------------------ the decision */
 
 /* The team to pass for a region whose num_threads argument is `specified`
- * (0 = the ICV); *managed says whether the manager decided it. */
-static inline unsigned decide(unsigned specified, int *managed)
+ * (0 = the ICV); *managed says whether the manager decided it, and *t0 is
+ * then when the region started (coarse clock: region_end() measures it). */
+static inline unsigned decide(unsigned specified, int *managed, uint64_t *t0)
 {
     *managed = 0;
     ensure_resolved();
@@ -519,10 +726,8 @@ static inline unsigned decide(unsigned specified, int *managed)
             unsigned request = specified ? specified : (unsigned)real.get_max_threads();
             state = attach(request ? request : 1);
         }
-        if (state != TL_OMP_STATE_MANAGED) {
-            sync_dyn();
-            return specified;
-        }
+        if (state != TL_OMP_STATE_MANAGED)
+            return unmanaged_team(state, specified);
     }
     if (UNLIKELY(g.dyn_user == 0)) {
         sync_dyn();
@@ -530,10 +735,8 @@ static inline unsigned decide(unsigned specified, int *managed)
     }
     uint64_t now = tl_rm_coarse_ns();
     const tl_rm_header *h = g.arena.hdr;
-    if (UNLIKELY(!manager_ok(h, now))) {
-        sync_dyn();
-        return specified;
-    }
+    if (UNLIKELY(!manager_ok(h, now)))
+        return unmanaged_team(__atomic_load_n(&g.state, __ATOMIC_ACQUIRE), specified);
     tl_rm_slot *s = g.my;
     if (UNLIKELY(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE ||
                  __atomic_load_n(&g.generation, __ATOMIC_RELAXED) != __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE))) {
@@ -543,10 +746,8 @@ static inline unsigned decide(unsigned specified, int *managed)
         int st = attach_locked(specified ? specified : (unsigned)real.get_max_threads());
         set_state(st);
         pthread_mutex_unlock(&g.lock);
-        if (st != TL_OMP_STATE_MANAGED) {
-            sync_dyn();
-            return specified;
-        }
+        if (st != TL_OMP_STATE_MANAGED)
+            return unmanaged_team(st, specified);
         s = g.my;
     }
     sync_dyn();
@@ -565,11 +766,27 @@ static inline unsigned decide(unsigned specified, int *managed)
             alloc = 1;
     }
     unsigned team = request < alloc ? request : alloc;
+    /* A region that may outlast a quantum cannot follow the allocation at
+     * its boundary: it runs its request, and the watcher moves its CPUs. */
+    if (__atomic_load_n(&g.long_regions, __ATOMIC_RELAXED))
+        team = request;
     __atomic_store_n(&s->last_team, team, __ATOMIC_RELAXED);
     __atomic_store_n(&s->heartbeat_ns, now, __ATOMIC_RELAXED);
     __atomic_store_n(&s->regions, __atomic_load_n(&s->regions, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
     *managed = 1;
+    *t0 = now;
     return team;
+}
+
+/* After a managed region: whether it outlasted a quantum.  One coarse
+ * clock read (no system call). */
+static inline void region_end(int managed, uint64_t t0)
+{
+    if (!managed)
+        return;
+    int outlasted = tl_rm_coarse_ns() - t0 >= g.long_ns;
+    if (UNLIKELY(outlasted != __atomic_load_n(&g.long_regions, __ATOMIC_RELAXED)))
+        __atomic_store_n(&g.long_regions, outlasted, __ATOMIC_RELAXED);
 }
 
 /* ----------------------------------------------------------------- pinning */
@@ -580,6 +797,7 @@ typedef struct {
     tl_fn fn;
     void *data;
     uint32_t epoch;
+    unsigned generation;        /* of the watcher's masks (confine.c) */
     unsigned ncpus;             /* 0: owns none: unpinned (the managed CPUs) */
     int cpu[PIN_MAX_CPUS];
 } pin_frame;
@@ -598,14 +816,20 @@ static void pin_self(const pin_frame *f, int tid)
     }
     sched_setaffinity(0, sizeof set, &set); /* best effort */
     tls_pin_epoch = f->epoch;
+    tls_pin_gen = f->generation;
     tls_pin_tid = tid;
+}
+
+static inline int pin_stale(const pin_frame *f, int tid)
+{
+    return tls_pin_epoch != f->epoch || tls_pin_gen != f->generation || tls_pin_tid != tid;
 }
 
 static void pin_trampoline(void *arg)
 {
     const pin_frame *f = arg;
     int tid = real.get_thread_num();
-    if (tls_pin_epoch != f->epoch || tls_pin_tid != tid)
+    if (pin_stale(f, tid))
         pin_self(f, tid);
     f->fn(f->data);
 }
@@ -621,6 +845,7 @@ static int pin_prepare(pin_frame *f, tl_fn fn, void *data)
     f->fn = fn;
     f->data = data;
     f->epoch = epoch;
+    f->generation = shim_confine_generation();
     f->ncpus = 0;
     /* Every region: the set bits only, not all TL_RM_MAX_CPUS of them. */
     for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
@@ -633,19 +858,23 @@ static int pin_prepare(pin_frame *f, tl_fn fn, void *data)
 static void pin_master_only(void)
 {
     pin_frame f;
-    if (pin_prepare(&f, NULL, NULL) && (tls_pin_epoch != f.epoch || tls_pin_tid != 0))
+    if (pin_prepare(&f, NULL, NULL) && pin_stale(&f, 0))
         pin_self(&f, 0);
 }
 
-/* Legacy GOMP_parallel_start/end: the frame lives until the end. */
+/* Legacy GOMP_parallel_start/end: the frame lives until the end, and so
+ * does the region's start time. */
 #define LEGACY_DEPTH 8
 static __thread pin_frame *tls_legacy[LEGACY_DEPTH] TLS_IE;
+static __thread uint64_t tls_legacy_t0[LEGACY_DEPTH] TLS_IE; /* 0: not managed */
 static __thread unsigned tls_legacy_depth TLS_IE;
 
-static void legacy_push(pin_frame *f)
+static void legacy_push(pin_frame *f, int managed, uint64_t t0)
 {
-    if (tls_legacy_depth < LEGACY_DEPTH)
+    if (tls_legacy_depth < LEGACY_DEPTH) {
         tls_legacy[tls_legacy_depth] = f;
+        tls_legacy_t0[tls_legacy_depth] = managed ? (t0 ? t0 : 1) : 0;
+    }
     tls_legacy_depth++;
 }
 
@@ -661,26 +890,33 @@ static void legacy_push(pin_frame *f)
 EXPORT void GOMP_parallel(tl_fn fn, void *data, unsigned num_threads, unsigned flags)
 {
     int managed;
-    unsigned n = decide(num_threads, &managed);
+    uint64_t t0;
+    unsigned n = decide(num_threads, &managed, &t0);
     WRAP(managed, frame, fn, data);
     real.parallel(fn, data, n, flags);
+    region_end(managed, t0);
 }
 
 EXPORT unsigned GOMP_parallel_reductions(tl_fn fn, void *data, unsigned num_threads, unsigned flags)
 {
     int managed;
-    unsigned n = decide(num_threads, &managed);
+    uint64_t t0;
+    unsigned n = decide(num_threads, &managed, &t0);
     if (managed)
         pin_master_only(); /* libgomp reads the reduction descriptors in data: no wrapping */
-    return real.parallel_reductions(fn, data, n, flags);
+    unsigned team = real.parallel_reductions(fn, data, n, flags);
+    region_end(managed, t0);
+    return team;
 }
 
 EXPORT void GOMP_parallel_sections(tl_fn fn, void *data, unsigned num_threads, unsigned count, unsigned flags)
 {
     int managed;
-    unsigned n = decide(num_threads, &managed);
+    uint64_t t0;
+    unsigned n = decide(num_threads, &managed, &t0);
     WRAP(managed, frame, fn, data);
     real.parallel_sections(fn, data, n, count, flags);
+    region_end(managed, t0);
 }
 
 #define LOOP_CHUNKED(name, field)                                                                             \
@@ -688,9 +924,11 @@ EXPORT void GOMP_parallel_sections(tl_fn fn, void *data, unsigned num_threads, u
                      unsigned flags)                                                                          \
     {                                                                                                         \
         int managed;                                                                                          \
-        unsigned n = decide(num_threads, &managed);                                                           \
+        uint64_t t0;                                                                                          \
+        unsigned n = decide(num_threads, &managed, &t0);                                                      \
         WRAP(managed, frame, fn, data);                                                                       \
         real.field(fn, data, n, start, end, incr, chunk, flags);                                              \
+        region_end(managed, t0);                                                                              \
     }
 
 #define LOOP_RUNTIME(name, field)                                                                             \
@@ -698,9 +936,11 @@ EXPORT void GOMP_parallel_sections(tl_fn fn, void *data, unsigned num_threads, u
                      unsigned flags)                                                                          \
     {                                                                                                         \
         int managed;                                                                                          \
-        unsigned n = decide(num_threads, &managed);                                                           \
+        uint64_t t0;                                                                                          \
+        unsigned n = decide(num_threads, &managed, &t0);                                                      \
         WRAP(managed, frame, fn, data);                                                                       \
         real.field(fn, data, n, start, end, incr, flags);                                                     \
+        region_end(managed, t0);                                                                              \
     }
 
 LOOP_CHUNKED(GOMP_parallel_loop_static, loop_static)
@@ -715,7 +955,7 @@ LOOP_RUNTIME(GOMP_parallel_loop_maybe_nonmonotonic_runtime, loop_maybe_nonmonoto
 /* GOMP 1.0: the master calls fn itself between _start and _end, so a
  * wrapping frame must outlive _start: it is heap-allocated and freed by the
  * matching _end. */
-static pin_frame *legacy_frame(int managed, tl_fn *fn, void **data)
+static void legacy_frame(int managed, uint64_t t0, tl_fn *fn, void **data)
 {
     pin_frame *f = NULL;
     if (managed && g.pin) {
@@ -723,22 +963,22 @@ static pin_frame *legacy_frame(int managed, tl_fn *fn, void **data)
         if (f && pin_prepare(f, *fn, *data)) {
             *fn = pin_trampoline;
             *data = f;
-            if (tls_pin_epoch != f->epoch || tls_pin_tid != 0)
+            if (pin_stale(f, 0))
                 pin_self(f, 0); /* the master runs the original fn itself */
         } else {
             free(f);
             f = NULL;
         }
     }
-    legacy_push(f);
-    return f;
+    legacy_push(f, managed, t0);
 }
 
 EXPORT void GOMP_parallel_start(tl_fn fn, void *data, unsigned num_threads)
 {
     int managed;
-    unsigned n = decide(num_threads, &managed);
-    legacy_frame(managed, &fn, &data);
+    uint64_t t0;
+    unsigned n = decide(num_threads, &managed, &t0);
+    legacy_frame(managed, t0, &fn, &data);
     real.start(fn, data, n);
 }
 
@@ -751,6 +991,8 @@ EXPORT void GOMP_parallel_end(void)
         if (tls_legacy_depth < LEGACY_DEPTH) {
             free(tls_legacy[tls_legacy_depth]);
             tls_legacy[tls_legacy_depth] = NULL;
+            uint64_t t0 = tls_legacy_t0[tls_legacy_depth];
+            region_end(t0 != 0, t0);
         }
     }
 }
@@ -759,8 +1001,9 @@ EXPORT void GOMP_parallel_end(void)
     EXPORT void name(tl_fn fn, void *data, unsigned num_threads, long start, long end, long incr, long chunk)  \
     {                                                                                                         \
         int managed;                                                                                          \
-        unsigned n = decide(num_threads, &managed);                                                           \
-        legacy_frame(managed, &fn, &data);                                                                    \
+        uint64_t t0;                                                                                          \
+        unsigned n = decide(num_threads, &managed, &t0);                                                      \
+        legacy_frame(managed, t0, &fn, &data);                                                                \
         real.field(fn, data, n, start, end, incr, chunk);                                                     \
     }
 
@@ -772,16 +1015,18 @@ EXPORT void GOMP_parallel_loop_runtime_start(tl_fn fn, void *data, unsigned num_
                                              long incr)
 {
     int managed;
-    unsigned n = decide(num_threads, &managed);
-    legacy_frame(managed, &fn, &data);
+    uint64_t t0;
+    unsigned n = decide(num_threads, &managed, &t0);
+    legacy_frame(managed, t0, &fn, &data);
     real.loop_runtime_start(fn, data, n, start, end, incr);
 }
 
 EXPORT void GOMP_parallel_sections_start(tl_fn fn, void *data, unsigned num_threads, unsigned count)
 {
     int managed;
-    unsigned n = decide(num_threads, &managed);
-    legacy_frame(managed, &fn, &data);
+    uint64_t t0;
+    unsigned n = decide(num_threads, &managed, &t0);
+    legacy_frame(managed, t0, &fn, &data);
     real.sections_start(fn, data, n, count);
 }
 
@@ -795,7 +1040,9 @@ static void after_fork_child(void)
     g.answered = 0;
     g.pid = getpid();
     pthread_mutex_init(&g.lock, NULL);
-    if (g.state == TL_OMP_STATE_MANAGED) {
+    pthread_mutex_init(&co.lock, NULL);
+    shim_confine_after_fork();
+    if (deciding(g.state)) {
         g.state = TL_OMP_STATE_INIT;
         dyn_changed();
     }

@@ -439,20 +439,27 @@ void tl_rm_restore_identity(tl_rm_arena *arena, const tl_rm_cpuset *cpus)
 
 /* ----------------------------------------------------------- processes */
 
+ssize_t tl_rm_read_text(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return n;
+}
+
 /* The fields of /proc/PID/stat after the command name: fields[0] is field 3
  * (the state).  Returns how many were found. */
 static int proc_stat_fields(pid_t pid, char *buf, size_t len, char **fields, int max)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (tl_rm_read_text(path, buf, len) < 0)
         return 0;
-    ssize_t n = read(fd, buf, len - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
     /* The command name may hold spaces and parentheses: start after the last ')'. */
     char *p = strrchr(buf, ')');
     if (!p)
@@ -478,6 +485,20 @@ uint64_t tl_rm_proc_start_time(pid_t pid)
     return strtoull(fields[19], NULL, 10);
 }
 
+uint64_t tl_rm_proc_cputime_ns(pid_t pid)
+{
+    char buf[1024];
+    char *fields[24];
+    if (proc_stat_fields(pid, buf, sizeof buf, fields, 24) < 13)
+        return 0;
+    /* fields 14 (utime) and 15 (stime), in clock ticks */
+    uint64_t ticks = strtoull(fields[11], NULL, 10) + strtoull(fields[12], NULL, 10);
+    static long hz;
+    if (!hz)
+        hz = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
+    return ticks * (UINT64_C(1000000000) / (uint64_t)hz);
+}
+
 int tl_rm_proc_alive(pid_t pid, uint64_t start)
 {
     if (pid <= 0)
@@ -492,17 +513,10 @@ void tl_rm_proc_comm(pid_t pid, char *buf, size_t len)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-    snprintf(buf, len, "?");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t n = read(fd, buf, len - 1);
-    close(fd);
-    if (n <= 0) {
+    if (tl_rm_read_text(path, buf, len) < 0) {
         snprintf(buf, len, "?");
         return;
     }
-    buf[n] = '\0';
     char *nl = strchr(buf, '\n');
     if (nl)
         *nl = '\0';
@@ -574,6 +588,8 @@ int tl_rm_register(tl_rm_arena *arena, unsigned request, unsigned flags, uint32_
         __atomic_store_n(&s->last_team, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&s->heartbeat_ns, now, __ATOMIC_RELAXED);
         __atomic_store_n(&s->regions, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->confined_epoch, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->threads, 0, __ATOMIC_RELAXED);
         uint64_t arrival = __atomic_add_fetch(&h->arrivals, 1, __ATOMIC_ACQ_REL);
         if (arrival == 0) /* 0 means "nobody" to the manager (an overwritten counter wrapped) */
             arrival = __atomic_add_fetch(&h->arrivals, 1, __ATOMIC_ACQ_REL);

@@ -55,6 +55,11 @@
 #define CLAIM_TIMEOUT_NS UINT64_C(2000000000)
 /* How often a private manager looks whether its owner still exists. */
 #define OWNER_CHECK_NS UINT64_C(50000000)
+/* rm.log is rotated (to rm.log.1, replacing the previous one) when it
+ * reaches --log-max-kb: the two files never hold more than twice that. */
+#define LOG_DEFAULT_KB 256u
+#define LOG_MIN_KB 4u
+#define LOG_MAX_KB 1048576u
 
 static volatile sig_atomic_t stop_signal;
 static int verbose;
@@ -65,9 +70,17 @@ static FILE *log_file;
 static void logmsg(const char *fmt, ...) TL_PRINTF(1, 2);
 static int log_to_stderr;
 
-static void logmsg(const char *fmt, ...)
+/* rm.log's rotation: the checked directory it lives in, its size limit. */
+static struct {
+    int dirfd;                  /* -1: no rotation */
+    const char *dir;
+    uint64_t max_bytes;
+    int stderr_too;             /* a daemon's stderr is the log: follow the new file */
+    unsigned rotations;
+} logrot = {.dirfd = -1};
+
+static void log_stamp(FILE *out)
 {
-    FILE *out = log_file ? log_file : stderr;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     struct tm tm;
@@ -75,12 +88,59 @@ static void logmsg(const char *fmt, ...)
     char when[32];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
     fprintf(out, "%s.%03ld threadlab-rm[%d]: ", when, ts.tv_nsec / 1000000, (int)getpid());
+}
+
+/* Once rm.log reaches its limit it becomes rm.log.1 (replacing the one
+ * before) and a new rm.log starts with a line saying so: a manager that
+ * runs for months keeps at most twice the limit.  Both names are opened
+ * and renamed relative to the checked directory, never through a path. */
+static void log_rotate(void)
+{
+    struct stat st;
+    if (!log_file || logrot.dirfd < 0 || fstat(fileno(log_file), &st) != 0 ||
+        (uint64_t)st.st_size < logrot.max_bytes)
+        return;
+    char err[1024];
+    int fd = -1;
+    if (renameat(logrot.dirfd, "rm.log", logrot.dirfd, "rm.log.1") == 0)
+        fd = tl_rm_dir_file(logrot.dirfd, logrot.dir, "rm.log", O_WRONLY | O_APPEND | O_CREAT | O_EXCL, err,
+                            sizeof err);
+    FILE *next = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (!next) {
+        if (fd >= 0)
+            close(fd);
+        /* Keep writing where it was (the renamed file, if the rename
+         * happened) and stop trying: one line says why. */
+        log_stamp(log_file);
+        fprintf(log_file, "cannot rotate %s/rm.log past %llu KiB (%s): it keeps growing\n", logrot.dir,
+                (unsigned long long)(logrot.max_bytes / 1024), fd < 0 && err[0] ? err : strerror(errno));
+        fflush(log_file);
+        logrot.dirfd = -1;
+        return;
+    }
+    fclose(log_file);
+    log_file = next;
+    if (logrot.stderr_too)
+        dup2(fileno(log_file), 2);
+    logrot.rotations++;
+    log_stamp(log_file);
+    fprintf(log_file, "rm.log reached %llu KiB: the lines before are in rm.log.1 (rotation %u; older ones are "
+            "gone)\n", (unsigned long long)(logrot.max_bytes / 1024), logrot.rotations);
+    fflush(log_file);
+}
+
+static void logmsg(const char *fmt, ...)
+{
+    FILE *out = log_file ? log_file : stderr;
+    log_stamp(out);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(out, fmt, ap);
     va_end(ap);
     fputc('\n', out);
     fflush(out);
+    if (out == log_file)
+        log_rotate();
     if (log_to_stderr && out != stderr) {
         fprintf(stderr, "threadlab-rm: ");
         va_start(ap, fmt);
@@ -105,6 +165,8 @@ typedef struct {
     int cpus_given;
     double timeout_s;
     pid_t owner;                /* --owner: a private manager's owner, 0 = none */
+    int other_load;             /* --other-load: count (1, the default) or ignore (0) */
+    unsigned log_max_kb;        /* --log-max-kb: rm.log's size before it is rotated */
     char arena[256];
     char **set_args;
     int nset;
@@ -114,14 +176,18 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: threadlab-rm [--foreground] [--policy P] [--quantum-ms N] [--slots N] [--cpus LIST]\n"
-            "                    [--reset] [--verbose] [--arena NAME] [--owner PID]\n"
+            "                    [--other-load count|ignore] [--log-max-kb N] [--reset] [--verbose]\n"
+            "                    [--arena NAME] [--owner PID]\n"
             "       threadlab-rm --status [--json]\n"
             "       threadlab-rm --set [policy=P] [quantum_ms=N]\n"
             "       threadlab-rm --stop [--timeout S]\n"
             "       threadlab-rm --sweep\n"
             "       threadlab-rm --layout\n"
-            "policies: timeshare (default), equipartition, static; quantum %u..%u ms (default %u)\n",
-            TL_RM_MIN_QUANTUM_MS, TL_RM_MAX_QUANTUM_MS, TL_RM_DEFAULT_QUANTUM_MS);
+            "policies: timeshare (default), equipartition, static; quantum %u..%u ms (default %u);\n"
+            "other load: count (default: CPUs busy with work it does not manage are withheld) or ignore;\n"
+            "log: rotated to rm.log.1 past %u..%u KiB (default %u)\n",
+            TL_RM_MIN_QUANTUM_MS, TL_RM_MAX_QUANTUM_MS, TL_RM_DEFAULT_QUANTUM_MS, LOG_MIN_KB, LOG_MAX_KB,
+            LOG_DEFAULT_KB);
 }
 
 static int bad(const char *fmt, ...) TL_PRINTF(1, 2);
@@ -155,6 +221,8 @@ static int parse_options(int argc, char **argv, options *o)
     o->quantum_ms = TL_RM_DEFAULT_QUANTUM_MS;
     o->nslots = TL_RM_DEFAULT_SLOTS;
     o->timeout_s = 5.0;
+    o->other_load = 1;
+    o->log_max_kb = LOG_DEFAULT_KB;
     tl_rm_arena_name(o->arena, sizeof o->arena);
     static const struct option longs[] = {
         {"foreground", no_argument, 0, 'f'}, {"policy", required_argument, 0, 'p'},
@@ -165,6 +233,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"set", no_argument, 0, 'E'}, {"stop", no_argument, 0, 'K'},
         {"timeout", required_argument, 0, 't'}, {"layout", no_argument, 0, 'L'},
         {"owner", required_argument, 0, 'o'}, {"sweep", no_argument, 0, 'W'},
+        {"other-load", required_argument, 0, 'O'}, {"log-max-kb", required_argument, 0, 'G'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     opterr = 0;
@@ -233,6 +302,18 @@ static int parse_options(int argc, char **argv, options *o)
         case 'W':
             o->mode = MODE_SWEEP;
             break;
+        case 'O':
+            if (!strcmp(optarg, "count"))
+                o->other_load = 1;
+            else if (!strcmp(optarg, "ignore"))
+                o->other_load = 0;
+            else
+                return bad("--other-load %s: expected count or ignore", optarg);
+            break;
+        case 'G':
+            if (parse_unsigned(optarg, LOG_MIN_KB, LOG_MAX_KB, &o->log_max_kb))
+                return bad("--log-max-kb %s: expected an integer from %u to %u", optarg, LOG_MIN_KB, LOG_MAX_KB);
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -291,6 +372,8 @@ static int cmd_layout(void)
     FIELD(tl_rm_header, policy);
     FIELD(tl_rm_header, quantum_ms);
     FIELD(tl_rm_header, quanta);
+    FIELD(tl_rm_header, other_milli);
+    FIELD(tl_rm_header, other_counted);
     FIELD(tl_rm_header, wake);
     FIELD(tl_rm_header, ctl_seq);
     FIELD(tl_rm_header, ctl_ack);
@@ -303,6 +386,7 @@ static int cmd_layout(void)
     FIELD(tl_rm_header, reclaimed);
     FIELD(tl_rm_header, full);
     FIELD(tl_rm_header, cpus);
+    FIELD(tl_rm_header, withheld);
     tl_json_end_object(&j);
     tl_json_key(&j, "slot");
     tl_json_begin_object(&j);
@@ -318,6 +402,8 @@ static int cmd_layout(void)
     FIELD(tl_rm_slot, last_team);
     FIELD(tl_rm_slot, heartbeat_ns);
     FIELD(tl_rm_slot, regions);
+    FIELD(tl_rm_slot, confined_epoch);
+    FIELD(tl_rm_slot, threads);
     FIELD(tl_rm_slot, seq);
     FIELD(tl_rm_slot, epoch);
     FIELD(tl_rm_slot, alloc);
@@ -399,6 +485,13 @@ static int cmd_status(const options *o)
         managed.bits[w] = __atomic_load_n(&h->cpus.bits[w], __ATOMIC_RELAXED);
     tl_rm_cpuset_format(&managed, cpus, sizeof cpus);
     unsigned ncpus = tl_rm_cpuset_count(&managed);
+    tl_rm_cpuset withheld;
+    for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
+        withheld.bits[w] = __atomic_load_n(&h->withheld.bits[w], __ATOMIC_RELAXED) & managed.bits[w];
+    char held[256];
+    tl_rm_cpuset_format(&withheld, held, sizeof held);
+    int counted = __atomic_load_n(&h->other_counted, __ATOMIC_RELAXED) != 0;
+    double other = __atomic_load_n(&h->other_milli, __ATOMIC_RELAXED) / 1000.0;
     /* Bounds come from the mapping as validated, never from the header. */
     unsigned nslots = arena.nslots;
     unsigned napps = 0;
@@ -428,6 +521,9 @@ static int cmd_status(const options *o)
         tl_json_key(&j, "policy"); tl_json_string(&j, tl_rm_policy_name(__atomic_load_n(&h->policy, __ATOMIC_ACQUIRE)));
         tl_json_key(&j, "quantum_ms"); tl_json_int(&j, __atomic_load_n(&h->quantum_ms, __ATOMIC_ACQUIRE));
         tl_json_key(&j, "quanta"); tl_json_int(&j, (long long)__atomic_load_n(&h->quanta, __ATOMIC_RELAXED));
+        tl_json_key(&j, "other_load"); tl_json_string(&j, counted ? "count" : "ignore");
+        tl_json_key(&j, "other_cpus"); tl_json_number(&j, other);
+        tl_json_key(&j, "withheld"); tl_json_string(&j, held);
         tl_json_end_object(&j);
         tl_json_key(&j, "counters");
         tl_json_begin_object(&j);
@@ -449,6 +545,10 @@ static int cmd_status(const options *o)
                    fresh ? "" : " (STALE)");
         else
             printf("manager: not running (last pid %d, state %s)\n", (int)h->manager_pid, manager_state_name(state));
+        if (alive && counted)
+            printf("other work: %.2f CPUs busy, CPUs withheld: %s\n", other, held[0] ? held : "none");
+        else if (alive)
+            printf("other work: ignored (--other-load ignore)\n");
         printf("counters: %llu arrivals, %llu reallocations, %llu reclaimed, %llu refused (arena full)\n",
                (unsigned long long)h->arrivals, (unsigned long long)h->reallocations,
                (unsigned long long)h->reclaimed, (unsigned long long)h->full);
@@ -490,6 +590,8 @@ static int cmd_status(const options *o)
             tl_json_key(&j, "last_team"); tl_json_int(&j, s->last_team);
             tl_json_key(&j, "last_region_age_ms"); tl_json_number(&j, age_ms(coarse, beat));
             tl_json_key(&j, "pinned"); tl_json_bool(&j, (s->flags & TL_RM_APP_PINNED) != 0);
+            tl_json_key(&j, "confined_epoch"); tl_json_int(&j, __atomic_load_n(&s->confined_epoch, __ATOMIC_RELAXED));
+            tl_json_key(&j, "threads"); tl_json_int(&j, __atomic_load_n(&s->threads, __ATOMIC_RELAXED));
             tl_json_end_object(&j);
         } else {
             printf("%5u %8d %-16s %5u %5u %5u %-12s %8u %10llu %9.0f%s\n", i, (int)pid, comm, s->requested, alloc,
@@ -696,7 +798,27 @@ typedef struct {
     pid_t owner;                /* a private manager's owner, 0 = none */
     uint64_t owner_start;       /* its start time: a reused pid is not the owner */
     int owner_gone;
+    /* Other work (load.c): measured every quantum when counted. */
+    int other_load;             /* --other-load count */
+    tl_rm_load load;
+    tl_rm_cpustat *stat_prev, *stat_cur;
+    int stat_ok;                /* stat_prev holds a reading */
+    uint64_t *cpu_ns;           /* per slot: its occupant's CPU time at stat_prev */
+    uint64_t *cpu_arrival;      /* per slot: that occupant */
+    double *busy, *managed;     /* per CPU, scratch */
+    tl_rm_cpuset usable;        /* the managed CPUs not withheld */
 } manager;
+
+/* The measured other work and the CPUs withheld for it, for status. */
+static void publish_load(manager *m)
+{
+    tl_rm_header *h = m->arena.hdr;
+    double milli = m->load.total * 1000.0 + 0.5;
+    __atomic_store_n(&h->other_milli, (uint32_t)(milli < 4e9 ? milli : 4e9), __ATOMIC_RELAXED);
+    __atomic_store_n(&h->other_counted, (uint32_t)m->other_load, __ATOMIC_RELAXED);
+    for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
+        __atomic_store_n(&h->withheld.bits[w], m->load.withheld.bits[w], __ATOMIC_RELAXED);
+}
 
 /* Publishes the manager's fields of the header from its own copies. */
 static void publish_manager(manager *m)
@@ -709,6 +831,7 @@ static void publish_manager(manager *m)
     __atomic_store_n(&h->manager_heartbeat_ns, tl_rm_now_ns(), __ATOMIC_RELEASE);
     __atomic_store_n(&h->generation, m->generation, __ATOMIC_RELEASE);
     __atomic_store_n(&h->quanta, m->round, __ATOMIC_RELAXED);
+    publish_load(m);
     __atomic_store_n(&h->manager_state, TL_RM_MANAGER_RUNNING, __ATOMIC_RELEASE);
 }
 
@@ -875,6 +998,74 @@ static void apply_control(manager *m)
     __atomic_store_n(&h->ctl_ack, seq, __ATOMIC_RELEASE);
 }
 
+/* Every quantum: how many of the managed CPUs work other than the managed
+ * programs kept busy, per CPU (load.c), and which CPUs are withheld for
+ * it.  A program's CPU time since the last reading is spread over the
+ * CPUs it owned (its threads were confined to them), or over the usable
+ * CPUs when it owned none.  A program seen for the first time is charged
+ * its CPU time so far, up to the interval's worth: it mostly ran since it
+ * registered, and charging too much to it only delays a withholding. */
+static void measure_other_load(manager *m)
+{
+    if (!m->other_load || tl_rm_cpustat_read(m->stat_cur) != 0)
+        return;
+    double dt = m->stat_ok ? (double)(m->stat_cur->when_ns - m->stat_prev->when_ns) : 0.0;
+    unsigned nusable = tl_rm_cpuset_count(&m->usable);
+    if (dt > 0) {
+        for (unsigned c = 0; c < TL_RM_MAX_CPUS; c++) {
+            m->managed[c] = 0;
+            m->busy[c] = tl_rm_cpuset_has(&m->machine, c) && tl_rm_cpuset_has(&m->stat_cur->seen, c) &&
+                                 m->stat_cur->busy_ns[c] > m->stat_prev->busy_ns[c]
+                             ? (double)(m->stat_cur->busy_ns[c] - m->stat_prev->busy_ns[c]) / dt
+                             : 0.0;
+        }
+    }
+    for (unsigned i = 0; i < m->arena.nslots; i++) {
+        tl_rm_slot *s = &m->arena.slots[i];
+        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE) {
+            m->cpu_arrival[i] = 0;
+            continue;
+        }
+        uint64_t arrival = __atomic_load_n(&s->arrival, __ATOMIC_RELAXED);
+        uint64_t t = tl_rm_proc_cputime_ns(__atomic_load_n(&s->pid, __ATOMIC_RELAXED));
+        if (dt > 0) {
+            double used;
+            if (m->cpu_arrival[i] == arrival)
+                used = t > m->cpu_ns[i] ? (double)(t - m->cpu_ns[i]) / dt : 0.0;
+            else
+                used = (double)t / dt < (double)nusable ? (double)t / dt : (double)nusable;
+            tl_rm_cpuset owned;
+            tl_rm_read_alloc(s, NULL, NULL, NULL, &owned);
+            for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
+                owned.bits[w] &= m->machine.bits[w];
+            const tl_rm_cpuset *over = tl_rm_cpuset_count(&owned) ? &owned : nusable ? &m->usable : &m->machine;
+            unsigned n = tl_rm_cpuset_count(over);
+            for (unsigned c = 0; n && c < TL_RM_MAX_CPUS; c++)
+                if (tl_rm_cpuset_has(over, c))
+                    m->managed[c] += used / n;
+        }
+        m->cpu_ns[i] = t;
+        m->cpu_arrival[i] = arrival;
+    }
+    if (dt > 0) {
+        tl_rm_cpuset before = m->load.withheld;
+        tl_rm_load_update(&m->load, &m->machine, m->busy, m->managed);
+        if (!tl_rm_cpuset_equal(&before, &m->load.withheld)) {
+            char was[256], now[256];
+            tl_rm_cpuset_format(&before, was, sizeof was);
+            tl_rm_cpuset_format(&m->load.withheld, now, sizeof now);
+            logmsg("other work keeps %.2f CPUs busy: withholding CPUs [%s] (were [%s])", m->load.total, now, was);
+        }
+        for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
+            m->usable.bits[w] = m->machine.bits[w] & ~m->load.withheld.bits[w];
+        publish_load(m);
+    }
+    tl_rm_cpustat *swap = m->stat_prev;
+    m->stat_prev = m->stat_cur;
+    m->stat_cur = swap;
+    m->stat_ok = 1;
+}
+
 /* One scheduling decision: the policy over the active slots, published. */
 static void schedule(manager *m, int quantum_tick)
 {
@@ -907,7 +1098,8 @@ static void schedule(manager *m, int quantum_tick)
         m->slot_of[n] = i;
         n++;
     }
-    tl_rm_policy_compute(m->policy, &m->machine, m->round, m->apps, n, m->out);
+    /* The CPUs other work keeps busy are no program's (measure_other_load). */
+    tl_rm_policy_compute(m->policy, &m->usable, m->round, m->apps, n, m->out);
     for (unsigned j = 0; j < n; j++) {
         unsigned i = m->slot_of[j];
         tl_rm_slot *s = &m->arena.slots[i];
@@ -1061,24 +1253,9 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
         return -1;
     if (o->owner && check_owner(m, o->owner, err, errlen))
         return -1;
-    if (machine_cpus(o, &m->machine, err, errlen))
-        return -1;
-    if (setup_arena(m, o, err, errlen))
-        return -1;
-    unsigned n = m->arena.nslots; /* validated when mapped; the header's is never read again */
-    m->known_arrival = calloc(n, sizeof *m->known_arrival);
-    m->claimed_since = calloc(n, sizeof *m->claimed_since);
-    m->apps = calloc(n, sizeof *m->apps);
-    m->out = calloc(n, sizeof *m->out);
-    m->slot_of = calloc(n, sizeof *m->slot_of);
-    if (!m->known_arrival || !m->claimed_since || !m->apps || !m->out || !m->slot_of) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    /* Adopted slots keep their allocation: the manager knows their occupant. */
-    for (unsigned i = 0; i < n; i++)
-        if (__atomic_load_n(&m->arena.slots[i].state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE)
-            m->known_arrival[i] = __atomic_load_n(&m->arena.slots[i].arrival, __ATOMIC_RELAXED);
+    /* The pid file before the arena says RUNNING: `threadlab-rm --stop`
+     * trusts only the pid file, so a manager that programs can already see
+     * must be one that --stop can find. */
     int fd = tl_rm_dir_file(m->dirfd, m->dir, "rm.pid", O_WRONLY | O_CREAT | O_TRUNC, err, errlen);
     if (fd < 0)
         return -1;
@@ -1091,6 +1268,33 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
         snprintf(err, errlen, "cannot write %s/rm.pid", m->dir);
         return -1;
     }
+    if (machine_cpus(o, &m->machine, err, errlen))
+        return -1;
+    m->usable = m->machine;
+    m->other_load = o->other_load;
+    if (setup_arena(m, o, err, errlen))
+        return -1;
+    unsigned n = m->arena.nslots; /* validated when mapped; the header's is never read again */
+    m->known_arrival = calloc(n, sizeof *m->known_arrival);
+    m->claimed_since = calloc(n, sizeof *m->claimed_since);
+    m->apps = calloc(n, sizeof *m->apps);
+    m->out = calloc(n, sizeof *m->out);
+    m->slot_of = calloc(n, sizeof *m->slot_of);
+    m->cpu_ns = calloc(n, sizeof *m->cpu_ns);
+    m->cpu_arrival = calloc(n, sizeof *m->cpu_arrival);
+    m->stat_prev = calloc(1, sizeof *m->stat_prev);
+    m->stat_cur = calloc(1, sizeof *m->stat_cur);
+    m->busy = calloc(TL_RM_MAX_CPUS, sizeof *m->busy);
+    m->managed = calloc(TL_RM_MAX_CPUS, sizeof *m->managed);
+    if (!m->known_arrival || !m->claimed_since || !m->apps || !m->out || !m->slot_of || !m->cpu_ns ||
+        !m->cpu_arrival || !m->stat_prev || !m->stat_cur || !m->busy || !m->managed) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    /* Adopted slots keep their allocation: the manager knows their occupant. */
+    for (unsigned i = 0; i < n; i++)
+        if (__atomic_load_n(&m->arena.slots[i].state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE)
+            m->known_arrival[i] = __atomic_load_n(&m->arena.slots[i].arrival, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -1141,6 +1345,7 @@ static int manager_loop(manager *m)
             m->round++;
             __atomic_store_n(&h->quanta, m->round, __ATOMIC_RELAXED);
             free_stuck_claims(m, now);
+            measure_other_load(m);
         }
         schedule(m, tick);
         __atomic_store_n(&h->manager_heartbeat_ns, tl_rm_now_ns(), __ATOMIC_RELEASE);
@@ -1176,6 +1381,12 @@ static void manager_shutdown(manager *m, const options *o)
     free(m->apps);
     free(m->out);
     free(m->slot_of);
+    free(m->cpu_ns);
+    free(m->cpu_arrival);
+    free(m->stat_prev);
+    free(m->stat_cur);
+    free(m->busy);
+    free(m->managed);
 }
 
 /* The log closed; a private manager that held its directory removes it
@@ -1250,6 +1461,10 @@ static int cmd_run(const options *o)
         log_file = fd >= 0 ? fdopen(fd, "a") : NULL;
         if (log_file && !o->foreground)
             dup2(fileno(log_file), 2);
+        logrot.dirfd = m.dirfd;
+        logrot.dir = m.dir;
+        logrot.max_bytes = (uint64_t)o->log_max_kb * 1024u;
+        logrot.stderr_too = !o->foreground;
     }
     log_to_stderr = o->foreground && verbose;
     struct sigaction sa;
@@ -1276,8 +1491,9 @@ static int cmd_run(const options *o)
     }
     char cpus[256];
     tl_rm_cpuset_format(&m.machine, cpus, sizeof cpus);
-    logmsg("running: arena %s, CPUs %s, policy %s, quantum %u ms, generation %u, log %s/rm.log", o->arena, cpus,
-           tl_rm_policy_name(m.policy), m.quantum_ms, m.generation, m.dir);
+    logmsg("running: arena %s, CPUs %s, policy %s, quantum %u ms, other work %s, generation %u, log %s/rm.log "
+           "(rotated past %u KiB)", o->arena, cpus, tl_rm_policy_name(m.policy), m.quantum_ms,
+           m.other_load ? "counted" : "ignored", m.generation, m.dir, o->log_max_kb);
     if (ready[1] >= 0) {
         char msg[64];
         int len = snprintf(msg, sizeof msg, "ok %d", (int)getpid());

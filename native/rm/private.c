@@ -82,7 +82,7 @@ int tl_rm_dir_remove(const char *path, char *err, size_t errlen)
     int fd = tl_rm_dir_open(path, 0, err, errlen);
     if (fd < 0)
         return errno == ENOENT ? 0 : -1;
-    static const char *const files[] = {"rm.pid", "rm.lock", "rm.log"};
+    static const char *const files[] = {"rm.pid", "rm.lock", "rm.log", "rm.log.1"};
     for (unsigned i = 0; i < sizeof files / sizeof files[0]; i++)
         unlinkat(fd, files[i], 0);
     close(fd);

@@ -206,6 +206,19 @@ static void test_min_iterations_starts_calibration(void)
     CHECK(priv.pending.iterations == 1);
 }
 
+/* A protocol that times itself once per program: no loop, rule fixed. */
+static void test_add_sample(void)
+{
+    tl_ctx ctx = make_ctx(TL_RULE_RSD, 0.05, 5, 50, 10.0);
+    tl_add_sample(&ctx, 2.5);
+    CHECK(priv.pending.status == TL_STATUS_OK);
+    CHECK(priv.pending.nsamples == 1);
+    CHECK_NEAR(priv.pending.samples[0], 2.5, 0);
+    CHECK(priv.pending.iterations == 1);
+    CHECK(strcmp(priv.pending.stop_reason, "fixed") == 0);
+    CHECK(priv.pending.warmup_done == 0);
+}
+
 int main(void)
 {
     char err[256];
@@ -219,6 +232,7 @@ int main(void)
     test_failure_propagates();
     test_max_iterations_caps_calibration();
     test_min_iterations_starts_calibration();
+    test_add_sample();
     test_one_outlier_does_not_end_calibration();
     test_skip_warmup();
     return check_report("test_measure");

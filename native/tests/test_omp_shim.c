@@ -5,7 +5,10 @@
  * mid-run, requests below the allocation, every entry point, nested regions
  * passing through, omp_set_dynamic(0), a manager that stops, dies, is late,
  * comes back, frees the slot or is replaced, a full arena, a refused
- * layout version, and (second pass) pinning to the allocated CPUs.
+ * layout version; the threads' CPUs following the allocation while a
+ * region runs, long regions running their request, cooperative teams and
+ * one notice per event without a manager; and (second pass) pinning to the
+ * allocated CPUs.
  *
  * The shim reads its environment before main, so the test re-executes
  * itself once per pass with the environment it needs. */
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,7 +86,9 @@ static void become_manager(tl_rm_header *h)
     h->manager_pid = getpid();
     h->manager_start = tl_rm_proc_start_time(getpid());
     h->manager_heartbeat_ns = tl_rm_now_ns();
-    h->quantum_ms = 10;
+    /* 100 ms: a region counts as long past a quantum, and the regions
+     * here must stay short on a loaded machine. */
+    h->quantum_ms = 100;
     __atomic_add_fetch(&h->generation, 1, __ATOMIC_ACQ_REL);
     __atomic_store_n(&h->manager_state, TL_RM_MANAGER_RUNNING, __ATOMIC_RELEASE);
 }
@@ -142,6 +148,123 @@ static void wait_coarse_ms(unsigned ms)
 static void settle(void)
 {
     wait_coarse_ms(1); /* THREADLAB_OMP_PROBE_MS */
+}
+
+/* ------------------------------------------------------------- notices */
+
+/* The shim's notices go to stderr: during the main pass stderr is a
+ * memory file, so the test can count them (and show them at the end). */
+static int notes_fd = -1, saved_stderr = -1;
+
+static void capture_notices(void)
+{
+    notes_fd = memfd_create("notices", 0);
+    saved_stderr = dup(2);
+    if (notes_fd >= 0)
+        dup2(notes_fd, 2);
+}
+
+/* Notices printed so far that contain `what`. */
+static int notices_with(const char *what)
+{
+    if (notes_fd < 0)
+        return -1;
+    fflush(stderr);
+    static char text[65536];
+    ssize_t n = pread(notes_fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    int count = 0;
+    for (char *line = text; line && *line;) {
+        char *end = strchr(line, '\n');
+        if (end)
+            *end = '\0';
+        if (strncmp(line, "threadlab-omp[", 14) == 0 && strstr(line, what))
+            count++;
+        line = end ? end + 1 : NULL;
+    }
+    return count;
+}
+
+static int notices(void)
+{
+    return notices_with("");
+}
+
+static void release_notices(void)
+{
+    if (notes_fd < 0)
+        return;
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    char buf[4096];
+    ssize_t n;
+    off_t at = 0;
+    while ((n = pread(notes_fd, buf, sizeof buf, at)) > 0) {
+        fwrite(buf, 1, (size_t)n, stderr);
+        at += n;
+    }
+    close(notes_fd);
+    notes_fd = -1;
+}
+
+/* ---------------------------------------------------------- confinement */
+
+/* The CPUs of this thread, as a tl_rm_cpuset. */
+static tl_rm_cpuset my_cpus(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    sched_getaffinity(0, sizeof set, &set);
+    tl_rm_cpuset out;
+    tl_rm_cpuset_zero(&out);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            tl_rm_cpuset_add(&out, (unsigned)c);
+    return out;
+}
+
+/* Waits (at most 5 s: the watcher acts at once, or within a quantum) until
+ * this thread's CPUs are `want`. */
+static int cpus_become(const tl_rm_cpuset *want)
+{
+    for (int i = 0; i < 5000; i++) {
+        tl_rm_cpuset now = my_cpus();
+        if (tl_rm_cpuset_equal(&now, want))
+            return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
+/* Waits (at most 5 s) until the watcher has applied this process's
+ * current allocation (it writes confined_epoch after the masks). */
+static int watcher_applied(void)
+{
+    int slot = threadlab_omp_slot();
+    if (slot < 0)
+        return 0;
+    tl_rm_slot *mine = &A.slots[slot];
+    for (int i = 0; i < 5000; i++) {
+        if (__atomic_load_n(&mine->confined_epoch, __ATOMIC_ACQUIRE) == __atomic_load_n(&mine->epoch, __ATOMIC_ACQUIRE))
+            return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
+/* A region whose master waits ms milliseconds: longer than the fake
+ * manager's quantum of 100 ms. */
+static int long_region(unsigned ms)
+{
+    int team = 0;
+#pragma omp parallel
+    {
+        if (omp_get_thread_num() == 0) {
+            team = omp_get_num_threads();
+            wait_coarse_ms(ms);
+        }
+    }
+    return team;
 }
 
 /* ------------------------------------------------------------- regions */
@@ -282,6 +405,7 @@ static void nested(int *outer, int *inner_max, unsigned inner_request)
 static void pass_main(void)
 {
     /* 1. No manager: regions get what they ask; dyn-var is the user's. */
+    capture_notices();
     CHECK(threadlab_omp_state() == TL_OMP_STATE_INIT);
     CHECK(team_of(3) == 3);
     CHECK(threadlab_omp_state() == TL_OMP_STATE_UNMANAGED);
@@ -289,11 +413,18 @@ static void pass_main(void)
     CHECK(omp_get_dynamic() == 0 && real_dynamic() == 0); /* THREADLAB_OMP_DYNAMIC_ORIG=unset */
     CHECK(team_of(0) == 4);                                /* OMP_NUM_THREADS=4 */
 
-    /* 2. A manager appears: the next region registers, with team 1 first. */
+    CHECK(notices() == 1 && notices_with("no resource manager") == 1);
+    CHECK(team_of(3) == 3 && notices() == 1); /* looking again is not a new event */
+
+    /* 2. A manager appears: the next region registers.  Its first region
+     * may be long (nobody knows yet): it runs the request, on the one CPU
+     * allocated; once it proved short, the team is the allocation. */
     start_manager(8, 1);
     settle();
-    CHECK(team_of(4) == 1);
+    CHECK(team_of(4) == 4);
     CHECK(threadlab_omp_state() == TL_OMP_STATE_MANAGED);
+    CHECK(notices_with("managed by threadlab-rm") == 1 && notices() == 2);
+    CHECK(team_of(4) == 1);
     int slot = threadlab_omp_slot();
     CHECK(slot >= 0);
     if (slot < 0)
@@ -316,6 +447,36 @@ static void pass_main(void)
     CHECK(team_of(0) == 3 && s->requested == 4); /* the ICV's request */
     give(1);
     CHECK(team_of(0) == 1);
+
+    /* 3b. A region that outlasts a quantum cannot follow the allocation at
+     * its end: the next region runs the request (the CPUs follow instead);
+     * once regions are short again, the team is the allocation. */
+    CHECK(long_region(150) == 1);
+    CHECK(team_of(4) == 4);
+    CHECK(team_of(4) == 1);
+
+    /* 3c. The threads' CPUs follow the allocation at once, while a region
+     * runs too, and come back when it grows. */
+    tl_rm_cpuset one, two;
+    cpus_for(1, &one);
+    cpus_for(ncpus < 4 ? ncpus : 4, &two);
+    CHECK(cpus_become(&one));
+    if (ncpus >= 2) {
+        int moved = 0;
+        give(2);
+#pragma omp parallel num_threads(2)
+        {
+            if (omp_get_thread_num() == 1) /* a team thread, inside its region */
+                moved = cpus_become(&two);
+        }
+        CHECK(moved);
+        CHECK(cpus_become(&two));
+        give(1);
+        CHECK(cpus_become(&one));
+        /* The watcher says which allocation it applied. */
+        CHECK(watcher_applied());
+        CHECK(A.slots[threadlab_omp_slot()].threads >= 2); /* this thread and the watcher at least */
+    }
 
     /* 4. Every kind of region follows the allocation. */
     give(2);
@@ -343,11 +504,24 @@ static void pass_main(void)
     CHECK(outer == 1 && inner == 1);
     omp_set_max_active_levels(1);
 
-    /* 6. The manager stops: the very next region runs unmanaged. */
+    /* 6. The manager stops: the very next region runs cooperatively: at
+     * most the CPUs of the process, however many it asks for; its threads
+     * get all its CPUs back; one notice, however often it looks again. */
+    give(1);
+    CHECK(cpus_become(&one));
+    int before = notices();
     __atomic_store_n(&A.hdr->manager_state, TL_RM_MANAGER_STOPPED, __ATOMIC_RELEASE);
-    CHECK(team_of(3) == 3);
-    CHECK(threadlab_omp_state() == TL_OMP_STATE_UNMANAGED);
-    CHECK(omp_get_dynamic() == 0 && real_dynamic() == 0); /* the user's dyn-var is back */
+    int team = team_of(3);
+    CHECK(team >= 1 && team <= (int)ncpus);
+    CHECK(threadlab_omp_state() == TL_OMP_STATE_COOPERATIVE);
+    CHECK(omp_get_dynamic() == 1 && real_dynamic() == 0); /* the shim still sizes the teams */
+    CHECK(cpus_become(&machine));
+    for (int i = 0; i < 3; i++) {
+        settle();
+        team = team_of(3);
+        CHECK(team >= 1 && team <= (int)ncpus);
+    }
+    CHECK(notices() == before + 1 && notices_with("stopped; running unmanaged but cooperative") == 1);
 
     /* 7. A new manager adopts the arena: the process is managed again, in
      * the slot it kept. */
@@ -359,17 +533,21 @@ static void pass_main(void)
 
     /* 8. A late manager that still exists keeps managing ... */
     __atomic_store_n(&mgr.beating, 0, __ATOMIC_RELEASE);
-    usleep(40000); /* 4 quanta of 10 ms */
+    wait_coarse_ms(250); /* more than a quantum + 20 ms: late */
     CHECK(team_of(3) == 1 && threadlab_omp_state() == TL_OMP_STATE_MANAGED);
-    /* ... one that is gone does not: the first region after falls back. */
+    /* ... one that is gone does not: the watcher notices (while no region
+     * starts) and the program cooperates, its threads on all its CPUs. */
     pid_t dead = fork();
     if (dead == 0)
         _exit(0);
     waitpid(dead, NULL, 0);
+    before = notices();
     A.hdr->manager_pid = dead;
-    wait_coarse_ms(5); /* the shim's liveness check runs at most every 5 ms */
-    CHECK(team_of(3) == 3);
-    CHECK(threadlab_omp_state() == TL_OMP_STATE_UNMANAGED);
+    CHECK(cpus_become(&machine));
+    CHECK(threadlab_omp_state() == TL_OMP_STATE_COOPERATIVE);
+    team = team_of(3);
+    CHECK(team >= 1 && team <= (int)ncpus);
+    CHECK(notices() == before + 1 && notices_with("is gone; running unmanaged") == 1);
 
     /* 9. Back again; then the manager frees the slot: the process registers anew. */
     become_manager(A.hdr);
@@ -387,7 +565,7 @@ static void pass_main(void)
     /* 10. The arena is replaced (a manager restarted with --reset): found again. */
     stop_manager_thread();
     __atomic_store_n(&A.hdr->manager_state, TL_RM_MANAGER_STOPPED, __ATOMIC_RELEASE);
-    CHECK(team_of(3) == 3);
+    CHECK(team_of(3) <= (int)ncpus);
     tl_rm_close(&A);
     start_manager(8, 2);
     settle();
@@ -418,9 +596,14 @@ static void pass_main(void)
     char c;
     CHECK(read(ready[0], &c, 1) == 1);
     settle();
-    CHECK(team_of(3) == 3);
-    CHECK(threadlab_omp_state() == TL_OMP_STATE_UNMANAGED);
+    before = notices();
+    team = team_of(3);
+    CHECK(team >= 1 && team <= (int)ncpus); /* cooperative, not the 3 it asks for */
+    CHECK(threadlab_omp_state() == TL_OMP_STATE_COOPERATIVE);
     CHECK(A.hdr->full >= 1);
+    settle();
+    team_of(3);
+    CHECK(notices() == before + 1 && notices_with("arena is full (all 1 slot taken") == 1);
     kill(holder, SIGKILL);
     waitpid(holder, NULL, 0);
     tl_rm_reap(&A);
@@ -437,7 +620,8 @@ static void pass_main(void)
     start_manager(8, 1);
     A.hdr->layout_version = TL_RM_LAYOUT_VERSION + 1;
     settle();
-    CHECK(team_of(3) == 3 && threadlab_omp_state() == TL_OMP_STATE_UNMANAGED);
+    team = team_of(3);
+    CHECK(team <= (int)ncpus && threadlab_omp_state() == TL_OMP_STATE_COOPERATIVE);
     A.hdr->layout_version = TL_RM_LAYOUT_VERSION;
     settle();
     CHECK(team_of(3) == 1 && threadlab_omp_state() == TL_OMP_STATE_MANAGED);
@@ -451,12 +635,16 @@ static void pass_main(void)
     CHECK(omp_get_dynamic() == 1 && real_dynamic() == 0);
     CHECK(team_of(3) == 1);
 
-    /* ... and when it falls back, the program's own choice is in force. */
+    /* ... and when it falls back, the program's own choice is in force:
+     * dynamic, so it cooperates; omp_set_dynamic(0) again gets exact sizes. */
     __atomic_store_n(&A.hdr->manager_state, TL_RM_MANAGER_STOPPED, __ATOMIC_RELEASE);
-    team_of(3);
-    CHECK(threadlab_omp_state() == TL_OMP_STATE_UNMANAGED);
-    CHECK(omp_get_dynamic() == 1 && real_dynamic() == 1);
+    CHECK(team_of(3) <= (int)ncpus);
+    CHECK(threadlab_omp_state() == TL_OMP_STATE_COOPERATIVE);
+    CHECK(omp_get_dynamic() == 1 && real_dynamic() == 0);
+    omp_set_dynamic(0);
+    CHECK(team_of(3) == 3 && real_dynamic() == 0);
     stop_manager_thread();
+    release_notices();
 }
 
 /* ------------------------------------------------------------- pin pass */
@@ -500,13 +688,17 @@ static void pass_pin(void)
     CHECK(threadlab_omp_state() == TL_OMP_STATE_MANAGED);
     CHECK(cpu[0] == first && cpu[1] == second);
 
-    /* The allocation shrinks to one CPU: the master follows. */
+    /* The allocation shrinks to one CPU: the master follows.  (Mid-region
+     * the watcher's mask of the allocated CPUs applies; a region pins
+     * again once the watcher has moved the threads: wait for it.) */
     give(1);
+    CHECK(watcher_applied());
     team_of(2);
     CHECK(only_cpu() == first);
 
     /* The legacy form pins the master before it runs the body. */
     give(2);
+    CHECK(watcher_applied());
     CHECK(team_legacy(2) == 2);
     CHECK(only_cpu() == first);
     stop_manager_thread();

@@ -58,7 +58,7 @@ static void validation(void)
     h->ncpus = 2;
     h->max_cpus = TL_RM_MAX_CPUS;
     CHECK(tl_rm_validate(mem, size, err, sizeof err) == TL_RM_EVERSION);
-    CHECK(strstr(err, "layout version 2") != NULL && strstr(err, "reads version 1") != NULL);
+    CHECK(strstr(err, "layout version 3") != NULL && strstr(err, "reads version 2") != NULL);
 
     h->layout_version = TL_RM_LAYOUT_VERSION;
     CHECK(tl_rm_validate(mem, size, err, sizeof err) == TL_RM_OK);
@@ -345,10 +345,10 @@ static void corruption(void)
     tl_rm_cpuset_parse("0-1", &cpus);
     tl_rm_cpuset_parse("1", &one);
     char err[512];
-    /* 37 slots fill 3 pages exactly, so the mapping ends where the object
-     * does; a guard page after it (where that address is free) makes any
-     * access past the object fault, ASan or not. */
-    enum { N = 37 };
+    /* 75 slots fill 6 pages exactly (layout 2), so the mapping ends where
+     * the object does; a guard page after it (where that address is free)
+     * makes any access past the object fault, ASan or not. */
+    enum { N = 75 };
     long page = sysconf(_SC_PAGESIZE);
     CHECK(tl_rm_arena_bytes(N) % 4096 == 0);
     tl_rm_arena a, b, c;
@@ -374,7 +374,7 @@ static void corruption(void)
     /* Another process writes a slot count the object cannot hold. */
     __atomic_store_n(&a.hdr->nslots, UINT32_MAX, __ATOMIC_RELEASE);
     CHECK(tl_rm_check(&b, err, sizeof err) == TL_RM_ECORRUPT);
-    CHECK(strstr(err, "slot count 4294967295, mapped with 37") != NULL);
+    CHECK(strstr(err, "slot count 4294967295, mapped with 75") != NULL);
     CHECK(tl_rm_register(&b, 1, 0, NULL) == N - 1); /* the last real slot */
     CHECK(tl_rm_register(&b, 1, 0, NULL) == -1);    /* then full: never past it */
     tl_rm_release(&b, N);                           /* out of range: ignored */

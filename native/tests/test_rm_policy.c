@@ -1,9 +1,14 @@
 /* test_rm_policy.c - threadlab-rm's policies on fixed inputs, then their
  * invariants on many random ones: teams never below 1 (the master) nor
  * above the request, owned CPUs disjoint and within the machine (so they
- * sum to at most the CPUs), affinity kept, shares fair, rotation fair. */
+ * sum to at most the CPUs), affinity kept, shares fair, rotation fair.
+ * Then the estimate of other work (load.c): which CPUs are withheld, with
+ * what hysteresis, and the readings it is made of. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "threadlab/rm.h"
@@ -377,6 +382,111 @@ static void names(void)
     CHECK(tl_rm_cpuset_parse("1023", &s) == 0 && tl_rm_cpuset_has(&s, 1023));
 }
 
+/* One quantum of the load estimate with per-CPU busy and managed shares
+ * (CPUs 0 and 1 of a two-CPU machine). */
+static void quantum(tl_rm_load *load, double busy0, double busy1, double managed0, double managed1)
+{
+    static double busy[TL_RM_MAX_CPUS], managed[TL_RM_MAX_CPUS];
+    busy[0] = busy0, busy[1] = busy1;
+    managed[0] = managed0, managed[1] = managed1;
+    tl_rm_cpuset machine = cpus_of("0-1");
+    tl_rm_load_update(load, &machine, busy, managed);
+}
+
+static void other_load(void)
+{
+    static tl_rm_load load;
+    memset(&load, 0, sizeof load);
+    /* A managed program keeps CPU 0 busy: nothing is other work. */
+    quantum(&load, 1.0, 0.0, 1.0, 0.0);
+    quantum(&load, 1.0, 0.0, 1.0, 0.0);
+    CHECK(load.nwithheld == 0 && load.total == 0.0);
+    /* Other work on CPU 1 for one quantum only (a program that registered
+     * or left in the middle of it): nothing is withheld. */
+    quantum(&load, 1.0, 1.0, 1.0, 0.0);
+    CHECK(load.nwithheld == 0 && load.total == 0.0);
+    quantum(&load, 1.0, 0.0, 1.0, 0.0);
+    CHECK(load.nwithheld == 0);
+    /* For two quanta: CPU 1 is withheld, the one it keeps busy. */
+    quantum(&load, 0.5, 0.9, 0.5, 0.0);
+    quantum(&load, 0.5, 0.9, 0.5, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
+    CHECK(fabs(load.total - 0.9) < 1e-9);
+    /* Hysteresis: at 0.5 CPUs it stays withheld; at 0.2 it is given back,
+     * after one quantum. */
+    quantum(&load, 0.5, 0.5, 0.5, 0.0);
+    CHECK(load.nwithheld == 1);
+    quantum(&load, 0.5, 0.2, 0.5, 0.0);
+    CHECK(load.nwithheld == 0 && tl_rm_cpuset_count(&load.withheld) == 0);
+    /* A thread competing with two others for the two CPUs gets 0.67 of one:
+     * that CPU is withheld. */
+    quantum(&load, 0.67, 0.0, 0.0, 0.0);
+    quantum(&load, 0.67, 0.0, 0.0, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
+    quantum(&load, 0.2, 0.0, 0.0, 0.0);
+    CHECK(load.nwithheld == 0);
+    /* Both CPUs kept busy by other work: both withheld; the managed
+     * program's share is never counted. */
+    quantum(&load, 1.0, 1.0, 0.1, 0.0);
+    quantum(&load, 1.0, 1.0, 0.1, 0.0);
+    CHECK(load.nwithheld == 2 && set_is(&load.withheld, "0-1"));
+    /* Down to one CPU's worth: the busier one stays withheld. */
+    quantum(&load, 0.2, 0.9, 0.0, 0.0);
+    quantum(&load, 0.2, 0.9, 0.0, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
+    /* A near tie does not move the withheld CPU. */
+    quantum(&load, 0.6, 0.55, 0.0, 0.0);
+    quantum(&load, 0.6, 0.55, 0.0, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
+    /* CPUs outside the managed ones are never withheld. */
+    memset(&load, 0, sizeof load);
+    static double busy[TL_RM_MAX_CPUS], managed[TL_RM_MAX_CPUS];
+    busy[0] = busy[5] = 1.0;
+    tl_rm_cpuset machine = cpus_of("0-1");
+    tl_rm_load_update(&load, &machine, busy, managed);
+    tl_rm_load_update(&load, &machine, busy, managed);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
+}
+
+static void readings(void)
+{
+    /* tl_rm_other_cpus on readings made by hand: 2 s, CPUs 0 and 1 busy
+     * 1.5 s each, 1 s of it the caller's own: 1 CPU of other work. */
+    static tl_rm_cpustat a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    a.seen = b.seen = cpus_of("0-1");
+    a.when_ns = 1000000000u, b.when_ns = 3000000000u;
+    b.busy_ns[0] = b.busy_ns[1] = 1500000000u;
+    tl_rm_cpuset both = cpus_of("0-1"), one = cpus_of("1");
+    CHECK(fabs(tl_rm_other_cpus(&a, &b, &both, 1000000000u) - 1.0) < 1e-9);
+    CHECK(fabs(tl_rm_other_cpus(&a, &b, &one, 0) - 0.75) < 1e-9); /* only the CPUs asked for */
+    CHECK(tl_rm_other_cpus(&a, &b, &both, 5000000000u) == 0.0);   /* never below 0 */
+    CHECK(tl_rm_other_cpus(&b, &a, &both, 0) == 0.0);             /* not later */
+
+    /* The real /proc/stat: every CPU this process may use has a line, and
+     * a thread that computes for 50 ms makes the CPUs busier. */
+    static tl_rm_cpustat before, after;
+    CHECK(tl_rm_cpustat_read(&before) == 0);
+    CHECK(tl_rm_cpuset_has(&before.seen, 0) || tl_rm_cpuset_count(&before.seen) > 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    volatile double x = 1;
+    do {
+        for (int i = 0; i < 100000; i++)
+            x = x * 1.0000001 + 1e-9;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+    } while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 50000000L);
+    CHECK(tl_rm_cpustat_read(&after) == 0);
+    uint64_t busier = 0;
+    for (unsigned c = 0; c < TL_RM_MAX_CPUS; c++)
+        if (tl_rm_cpuset_has(&after.seen, c) && tl_rm_cpuset_has(&before.seen, c))
+            busier += after.busy_ns[c] - before.busy_ns[c];
+    CHECK(busier > 0 && after.when_ns > before.when_ns);
+    CHECK(tl_rm_proc_cputime_ns(getpid()) > 0);
+    CHECK(tl_rm_proc_cputime_ns(-1) == 0);
+}
+
 int main(void)
 {
     fixed_cases();
@@ -384,5 +494,7 @@ int main(void)
     static_cases();
     random_cases();
     names();
+    other_load();
+    readings();
     return check_report("test_rm_policy");
 }

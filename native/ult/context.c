@@ -2,10 +2,10 @@
  * context.c - context creation; the portable switch for architectures
  * without hand-written assembly.
  *
- * x86-64 (TL_ULT_CTX_ASM): tl_ctx_switch and the trampoline are in
+ * x86-64 (TLU_CTX_ASM): tlu_ctx_switch and the trampoline are in
  * context_x86_64.S; this file only lays out the initial frame.
  *
- * Elsewhere (TL_ULT_CTX_UCONTEXT): a new context is booted once with
+ * Elsewhere (TLU_CTX_UCONTEXT): a new context is booted once with
  * makecontext/setcontext (which costs a sigprocmask system call, paid once
  * per thread start), and every later switch is a __builtin_setjmp /
  * __builtin_longjmp pair: callee-saved registers, frame and stack pointer,
@@ -17,13 +17,13 @@
 
 #include <string.h>
 
-#if TL_ULT_CTX_ASM
+#if TLU_CTX_ASM
 
-void tl_ctx_trampoline(void) __attribute__((visibility("hidden")));
+void tlu_ctx_trampoline(void) __attribute__((visibility("hidden")));
 
 static uint64_t fpu_init_word = 0x037f00001f80ull; /* x87 CW 0x37f, MXCSR 0x1f80 */
 
-void tl_ctx_capture_fpu(void)
+void tlu_ctx_capture_fpu(void)
 {
     uint32_t mxcsr;
     uint16_t cw;
@@ -32,7 +32,7 @@ void tl_ctx_capture_fpu(void)
     fpu_init_word = (uint64_t)(mxcsr & 0xffc0u) | ((uint64_t)cw << 32);
 }
 
-void tl_ctx_init(tl_ctx *ctx, void *lo, size_t size, void (*entry)(void *), void *arg)
+void tlu_ctx_init(tlu_ctx *ctx, void *lo, size_t size, void (*entry)(void *), void *arg)
 {
     uintptr_t top = ((uintptr_t)lo + size) & ~(uintptr_t)15;
     uint64_t *sp = (uint64_t *)(top - 16 - 64);
@@ -43,21 +43,21 @@ void tl_ctx_init(tl_ctx *ctx, void *lo, size_t size, void (*entry)(void *), void
     sp[4] = (uint64_t)(uintptr_t)arg;     /* r12 */
     sp[5] = 0;                            /* rbx */
     sp[6] = 0;                            /* rbp */
-    sp[7] = (uint64_t)(uintptr_t)tl_ctx_trampoline;
+    sp[7] = (uint64_t)(uintptr_t)tlu_ctx_trampoline;
     sp[8] = 0; /* fake return address of the trampoline's frame */
     sp[9] = 0;
     ctx->sp = sp;
 }
 
-#else /* TL_ULT_CTX_UCONTEXT */
+#else /* TLU_CTX_UCONTEXT */
 
 #include <ucontext.h>
 
-void tl_ctx_capture_fpu(void)
+void tlu_ctx_capture_fpu(void)
 {
 }
 
-void tl_ctx_init(tl_ctx *ctx, void *lo, size_t size, void (*entry)(void *), void *arg)
+void tlu_ctx_init(tlu_ctx *ctx, void *lo, size_t size, void (*entry)(void *), void *arg)
 {
     memset(ctx->jb, 0, sizeof ctx->jb);
     ctx->entry = entry;
@@ -66,14 +66,14 @@ void tl_ctx_init(tl_ctx *ctx, void *lo, size_t size, void (*entry)(void *), void
     ctx->size = size;
 }
 
-static __thread tl_ctx *boot_ctx;
+static __thread tlu_ctx *boot_ctx;
 /* not on the stack: setcontext never returns to pop that frame (and ASan
  * would keep its redzones poisoned) */
 static __thread ucontext_t boot_uc;
 
 static void ctx_boot(void)
 {
-    tl_ctx *c = boot_ctx;
+    tlu_ctx *c = boot_ctx;
     c->entry(c->arg);
     abort();
 }
@@ -83,7 +83,7 @@ static TL_NOINLINE _Noreturn void ctx_jump(void **jb)
     __builtin_longjmp(jb, 1);
 }
 
-static TL_NOINLINE _Noreturn void ctx_boot_switch(tl_ctx *to)
+static TL_NOINLINE _Noreturn void ctx_boot_switch(tlu_ctx *to)
 {
     ucontext_t *uc = &boot_uc;
     if (getcontext(uc) != 0)
@@ -98,7 +98,7 @@ static TL_NOINLINE _Noreturn void ctx_boot_switch(tl_ctx *to)
     abort();
 }
 
-TL_NOINLINE void tl_ctx_switch(tl_ctx *from, tl_ctx *to)
+TL_NOINLINE void tlu_ctx_switch(tlu_ctx *from, tlu_ctx *to)
 {
     if (__builtin_setjmp(from->jb) == 0) {
         if (to->size)

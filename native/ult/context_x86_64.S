@@ -1,10 +1,10 @@
 /*
  * context_x86_64.S - user-level context switch, x86-64 System V.
  *
- * tl_ctx_switch(tl_ctx *from, tl_ctx *to)   rdi = from, rsi = to
+ * tlu_ctx_switch(tlu_ctx *from, tlu_ctx *to)   rdi = from, rsi = to
  *
  * Entered with the resume address of the suspending context on top of its
- * stack. The hot path (tl_ctx_jump in internal.h) pushes that address
+ * stack. The hot path (tlu_ctx_jump in internal.h) pushes that address
  * itself and enters with a jmp; cold paths may simply call it. Either way
  * the code saves what the ABI says a callee preserves: rbx, rbp, r12-r15,
  * the stack pointer, and the FPU control words (MXCSR control bits and the
@@ -26,11 +26,11 @@
  *   8: r15  16: r14  24: r13  32: r12  40: rbx  48: rbp  56: resume address
  */
     .text
-    .globl  tl_ctx_switch
-    .hidden tl_ctx_switch
-    .type   tl_ctx_switch, @function
+    .globl  tlu_ctx_switch
+    .hidden tlu_ctx_switch
+    .type   tlu_ctx_switch, @function
     .p2align 4
-tl_ctx_switch:
+tlu_ctx_switch:
     .cfi_startproc
     pushq   %rbp
     .cfi_adjust_cfa_offset 8
@@ -73,20 +73,20 @@ tl_ctx_switch:
     fldcw   4(%rsp)
     jmp     .Lrestore
     .cfi_endproc
-    .size   tl_ctx_switch, .-tl_ctx_switch
+    .size   tlu_ctx_switch, .-tlu_ctx_switch
 
 /*
- * First code a new context runs: its initial frame (tl_ctx_init) holds
+ * First code a new context runs: its initial frame (tlu_ctx_init) holds
  * the argument in r12 and the entry function in r13; the stack pointer is
  * 16-byte aligned here, so after the push the entry sees the alignment a
  * call would give it. The entry never returns; entering it with a jmp
  * keeps the return-stack buffer balanced.
  */
-    .globl  tl_ctx_trampoline
-    .hidden tl_ctx_trampoline
-    .type   tl_ctx_trampoline, @function
+    .globl  tlu_ctx_trampoline
+    .hidden tlu_ctx_trampoline
+    .type   tlu_ctx_trampoline, @function
     .p2align 4
-tl_ctx_trampoline:
+tlu_ctx_trampoline:
     .cfi_startproc
     .cfi_undefined rip
     xorl    %ebp, %ebp
@@ -94,10 +94,10 @@ tl_ctx_trampoline:
     pushq   $0                  /* a null return address ends backtraces; */
     jmp     *%r13               /* jmp, not call: the entry never returns */
     .cfi_endproc
-    .size   tl_ctx_trampoline, .-tl_ctx_trampoline
+    .size   tlu_ctx_trampoline, .-tlu_ctx_trampoline
 
 /*
- * void tl_ctx_call_on(void *sp, void (*fn)(void *), void *arg)
+ * void tlu_ctx_call_on(void *sp, void (*fn)(void *), void *arg)
  *
  * Calls fn(arg) with the stack pointer set to sp (rounded down to 16),
  * then returns on the original stack. The runtime uses it to run its slow
@@ -105,11 +105,11 @@ tl_ctx_trampoline:
  * a ULT with a tiny stack is running, so that runtime code never needs
  * more than a few hundred bytes of a ULT's stack.
  */
-    .globl  tl_ctx_call_on
-    .hidden tl_ctx_call_on
-    .type   tl_ctx_call_on, @function
+    .globl  tlu_ctx_call_on
+    .hidden tlu_ctx_call_on
+    .type   tlu_ctx_call_on, @function
     .p2align 4
-tl_ctx_call_on:
+tlu_ctx_call_on:
     .cfi_startproc
     pushq   %rbp
     .cfi_adjust_cfa_offset 8
@@ -126,6 +126,6 @@ tl_ctx_call_on:
     .cfi_adjust_cfa_offset -8
     ret
     .cfi_endproc
-    .size   tl_ctx_call_on, .-tl_ctx_call_on
+    .size   tlu_ctx_call_on, .-tlu_ctx_call_on
 
     .section .note.GNU-stack, "", @progbits

@@ -20,9 +20,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static tl_deque_array *array_new(int64_t capacity)
+static tlu_deque_array *array_new(int64_t capacity)
 {
-    tl_deque_array *a = malloc(sizeof *a + (size_t)capacity * sizeof(a->buf[0]));
+    tlu_deque_array *a = malloc(sizeof *a + (size_t)capacity * sizeof(a->buf[0]));
     if (!a)
         return NULL;
     a->mask = capacity - 1;
@@ -32,9 +32,9 @@ static tl_deque_array *array_new(int64_t capacity)
     return a;
 }
 
-int tl_deque_init(tl_deque *q, int64_t capacity)
+int tlu_deque_init(tlu_deque *q, int64_t capacity)
 {
-    tl_deque_array *a = array_new(capacity);
+    tlu_deque_array *a = array_new(capacity);
     if (!a)
         return ENOMEM;
     atomic_init(&q->top, 0);
@@ -43,11 +43,11 @@ int tl_deque_init(tl_deque *q, int64_t capacity)
     return 0;
 }
 
-void tl_deque_destroy(tl_deque *q)
+void tlu_deque_destroy(tlu_deque *q)
 {
-    tl_deque_array *a = atomic_load_explicit(&q->array, RLX);
+    tlu_deque_array *a = atomic_load_explicit(&q->array, RLX);
     while (a) {
-        tl_deque_array *r = a->retired;
+        tlu_deque_array *r = a->retired;
         free(a);
         a = r;
     }
@@ -56,7 +56,7 @@ void tl_deque_destroy(tl_deque *q)
 
 struct grow {
     int64_t capacity;
-    tl_deque_array *n;
+    tlu_deque_array *n;
 };
 
 static void grow_alloc(void *arg)
@@ -64,14 +64,14 @@ static void grow_alloc(void *arg)
     struct grow *g = arg;
     g->n = array_new(g->capacity);
     if (!g->n)
-        tl_ult_die("threadlab-ult: out of memory growing a run queue");
+        tlu_die("threadlab-ult: out of memory growing a run queue");
 }
 
-tl_deque_array *tl_deque_grow(tl_deque *q, tl_deque_array *a, int64_t t, int64_t b)
+tlu_deque_array *tlu_deque_grow(tlu_deque *q, tlu_deque_array *a, int64_t t, int64_t b)
 {
     struct grow g = {2 * (a->mask + 1), NULL};
-    tl_slowpath(tl_vp_self(), grow_alloc, &g);
-    tl_deque_array *n = g.n;
+    tlu_slowpath(tlu_vp_self(), grow_alloc, &g);
+    tlu_deque_array *n = g.n;
     for (int64_t i = t; i < b; i++)
         atomic_store_explicit(&n->buf[i & n->mask],
                               atomic_load_explicit(&a->buf[i & a->mask], RLX), RLX);
@@ -80,11 +80,11 @@ tl_deque_array *tl_deque_grow(tl_deque *q, tl_deque_array *a, int64_t t, int64_t
     return n;
 }
 
-tl_thread *tl_deque_take(tl_deque *q)
+void *tlu_deque_take_ex(tlu_deque *q, int fenced)
 {
     int64_t b = atomic_load_explicit(&q->bottom, RLX) - 1;
-    tl_deque_array *a = atomic_load_explicit(&q->array, RLX);
-    if (tl_rt.nvps == 1) {
+    tlu_deque_array *a = atomic_load_explicit(&q->array, RLX);
+    if (tlu_rt.nvps == 1 && !fenced) {
         /* no thief exists (external threads use the inboxes): no fence */
         int64_t t = atomic_load_explicit(&q->top, RLX);
         if (t > b)
@@ -94,7 +94,7 @@ tl_thread *tl_deque_take(tl_deque *q)
     }
     atomic_store_explicit(&q->bottom, b, SEQ);
     int64_t t = atomic_load_explicit(&q->top, SEQ);
-    tl_thread *x = NULL;
+    void *x = NULL;
     if (t <= b) {
         x = atomic_load_explicit(&a->buf[b & a->mask], RLX);
         if (t == b) {
@@ -109,15 +109,66 @@ tl_thread *tl_deque_take(tl_deque *q)
     return x;
 }
 
-tl_thread *tl_deque_steal(tl_deque *q)
+void *tlu_deque_steal(tlu_deque *q)
 {
     int64_t t = atomic_load_explicit(&q->top, SEQ);
     int64_t b = atomic_load_explicit(&q->bottom, SEQ);
     if (t >= b)
         return NULL;
-    tl_deque_array *a = atomic_load_explicit(&q->array, ACQ);
-    tl_thread *x = atomic_load_explicit(&a->buf[t & a->mask], RLX);
+    tlu_deque_array *a = atomic_load_explicit(&q->array, ACQ);
+    void *x = atomic_load_explicit(&a->buf[t & a->mask], RLX);
     if (!atomic_compare_exchange_strong_explicit(&q->top, &t, t + 1, SEQ, RLX))
-        return TL_DEQUE_ABORT;
+        return TLU_DEQUE_ABORT;
     return x;
+}
+
+/* ---- the public deque (threadlab/ult.h): the same structure for
+ * runtimes built on the library; always fenced (its thieves may run on
+ * the same VP as other ULTs, or on external threads) ---------------------- */
+
+struct tl_ult_deque {
+    tlu_deque q;
+};
+
+int tl_ult_deque_create(tl_ult_deque **out)
+{
+    tl_ult_deque *d = aligned_alloc(TL_CACHE_LINE, (sizeof *d + TL_CACHE_LINE - 1) / TL_CACHE_LINE * TL_CACHE_LINE);
+    if (!d)
+        return ENOMEM;
+    if (tlu_deque_init(&d->q, 64)) {
+        free(d);
+        return ENOMEM;
+    }
+    *out = d;
+    return 0;
+}
+
+void tl_ult_deque_destroy(tl_ult_deque *d)
+{
+    if (!d)
+        return;
+    tlu_deque_destroy(&d->q);
+    free(d);
+}
+
+void tl_ult_deque_push(tl_ult_deque *d, void *p)
+{
+    tlu_deque_push(&d->q, p);
+}
+
+void *tl_ult_deque_take(tl_ult_deque *d)
+{
+    return tlu_deque_take_ex(&d->q, 1);
+}
+
+void *tl_ult_deque_steal(tl_ult_deque *d)
+{
+    void *x = tlu_deque_steal(&d->q);
+    return x == TLU_DEQUE_ABORT ? NULL : x;
+}
+
+long tl_ult_deque_size(tl_ult_deque *d)
+{
+    int64_t n = tlu_deque_size_hint(&d->q);
+    return n > 0 ? (long)n : 0;
 }

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-struct tl_rt tl_rt;
+struct tlu_rt tlu_rt;
 
 #define DEFAULT_STACK ((size_t)64 * 1024)
 #define SCHED_STACK ((size_t)256 * 1024)
@@ -35,12 +35,12 @@ static void die_print(void *arg)
 
 /* Prints on the scheduler stack when called from a ULT: the ULT's stack
  * may be tiny, or it may be the stack that just overflowed. */
-TL_COLD _Noreturn void tl_ult_die(const char *fmt, ...)
+TLU_COLD _Noreturn void tlu_die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     struct die_msg m = {fmt, &ap};
-    tl_slowpath(tl_rt.initialized ? tl_vp_self() : NULL, die_print, &m);
+    tlu_slowpath(tlu_rt.initialized ? tlu_vp_self() : NULL, die_print, &m);
     va_end(ap);
     abort();
 }
@@ -69,44 +69,45 @@ void tl_ult_config_init(tl_ult_config *cfg)
     cfg->overflow_handler = 1;
     cfg->spin_us = (unsigned)env_ulong("TL_ULT_SPIN_US", 50);
     cfg->inline_join = (int)env_ulong("TL_ULT_INLINE_JOIN", 1);
+    cfg->external = 0;
 }
 
 int tl_ult_initialized(void)
 {
-    return tl_rt.initialized;
+    return tlu_rt.initialized;
 }
 
 unsigned tl_ult_num_vps(void)
 {
-    return tl_rt.initialized ? tl_rt.nvps : 0;
+    return tlu_rt.initialized ? tlu_rt.nvps : 0;
 }
 
 int tl_ult_vp_id(void)
 {
-    tl_vp *vp = tl_vp_self();
+    tlu_vp *vp = tlu_vp_self();
     return vp ? (int)vp->id : -1;
 }
 
 static void free_vps(void)
 {
-    if (!tl_rt.vps)
+    if (!tlu_rt.vps)
         return;
-    for (unsigned i = 0; i < tl_rt.nvps; i++) {
-        tl_vp *vp = tl_rt.vps[i];
+    for (unsigned i = 0; i < tlu_rt.nvps; i++) {
+        tlu_vp *vp = tlu_rt.vps[i];
         if (!vp)
             continue;
-        tl_deque_destroy(&vp->dq);
+        tlu_deque_destroy(&vp->dq);
         free(vp->timers);
         if (vp->sched_stack)
             munmap(vp->sched_stack, vp->sched_stack_size);
-#if TL_ULT_TSAN
-        if (i == 0 && vp->sched.tsan_fiber)
+#if TLU_TSAN
+        if (i == 0 && !tlu_rt.external && vp->sched.tsan_fiber)
             __tsan_destroy_fiber(vp->sched.tsan_fiber);
 #endif
         free(vp);
     }
-    free(tl_rt.vps);
-    tl_rt.vps = NULL;
+    free(tlu_rt.vps);
+    tlu_rt.vps = NULL;
 }
 
 static void *main_altstack;
@@ -114,40 +115,40 @@ static void *main_altstack;
 static void teardown(void)
 {
     free_vps();
-    tl_desc_finalize();
-    tl_stack_finalize();
-    if (tl_rt.saved_affinity) {
-        pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), tl_rt.saved_affinity);
-        free(tl_rt.saved_affinity);
+    tlu_desc_finalize();
+    tlu_stack_finalize();
+    if (tlu_rt.saved_affinity) {
+        pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), tlu_rt.saved_affinity);
+        free(tlu_rt.saved_affinity);
     }
-    tl_stack_remove_handler();
-    tl_stack_altstack_leave(main_altstack);
+    tlu_stack_remove_handler();
+    tlu_stack_altstack_leave(main_altstack);
     main_altstack = NULL;
-    tl_vp_set_self(NULL);
-    pthread_mutex_destroy(&tl_rt.lock);
-    memset(&tl_rt, 0, sizeof tl_rt);
+    tlu_vp_set_self(NULL);
+    pthread_mutex_destroy(&tlu_rt.lock);
+    memset(&tlu_rt, 0, sizeof tlu_rt);
 }
 
 static int setup_vp(unsigned i, const int *cpus, int ncpus)
 {
-    tl_vp *vp = aligned_alloc(TL_CACHE_LINE, (sizeof(tl_vp) + TL_CACHE_LINE - 1) / TL_CACHE_LINE *
+    tlu_vp *vp = aligned_alloc(TL_CACHE_LINE, (sizeof(tlu_vp) + TL_CACHE_LINE - 1) / TL_CACHE_LINE *
                                                  TL_CACHE_LINE);
     if (!vp)
         return ENOMEM;
     memset(vp, 0, sizeof *vp);
-    tl_rt.vps[i] = vp;
+    tlu_rt.vps[i] = vp;
     vp->id = i;
-    vp->rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ (uint64_t)tl_now_ns();
+    vp->rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ (uint64_t)tlu_now_ns();
     if (!vp->rng)
         vp->rng = 1;
-    vp->cpu = tl_rt.cfg.pin ? cpus[i % (unsigned)ncpus] : -1;
-    if (tl_deque_init(&vp->dq, 256))
+    vp->cpu = tlu_rt.cfg.pin ? cpus[i % (unsigned)ncpus] : -1;
+    if (tlu_deque_init(&vp->dq, 256))
         return ENOMEM;
     vp->sched.flags = TF_SCHED;
     vp->sched.bound_vp = (int16_t)i;
     vp->sched.vp = vp;
     vp->sched.state = TS_RUNNING;
-    if (i == 0) {
+    if (i == 0 && !tlu_rt.external) {
         vp->sched_stack_size = SCHED_STACK;
         vp->sched_stack = mmap(NULL, SCHED_STACK, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -158,8 +159,8 @@ static int setup_vp(unsigned i, const int *cpus, int ncpus)
         vp->sched.stack_lo = vp->sched_stack;
         vp->sched.stack_size = SCHED_STACK;
         vp->sched.state = TS_READY;
-        tl_ctx_init(&vp->sched.ctx, vp->sched_stack, SCHED_STACK, tl_vp_sched_entry, vp);
-#if TL_ULT_TSAN
+        tlu_ctx_init(&vp->sched.ctx, vp->sched_stack, SCHED_STACK, tlu_vp_sched_entry, vp);
+#if TLU_TSAN
         vp->sched.tsan_fiber = __tsan_create_fiber(0);
 #endif
     }
@@ -168,7 +169,7 @@ static int setup_vp(unsigned i, const int *cpus, int ncpus)
 
 int tl_ult_init(const tl_ult_config *cfg_in)
 {
-    if (tl_rt.initialized)
+    if (tlu_rt.initialized)
         return EBUSY;
     tl_ult_config cfg;
     if (cfg_in)
@@ -192,18 +193,21 @@ int tl_ult_init(const tl_ult_config *cfg_in)
         cfg.nvps = (unsigned)ncpus;
     if (!cfg.stack_size)
         cfg.stack_size = DEFAULT_STACK;
-    if (cfg.nvps > 4096 || cfg.stack_size < TL_STACK_MIN || cfg.stack_size > TL_STACK_MAX ||
+    if (cfg.nvps > 4096 || cfg.stack_size < TLU_STACK_MIN || cfg.stack_size > TLU_STACK_MAX ||
         (cfg.stack_mode != TL_ULT_STACK_CANARY && cfg.stack_mode != TL_ULT_STACK_GUARD))
         return EINVAL;
 
-    memset(&tl_rt, 0, sizeof tl_rt);
-    pthread_mutex_init(&tl_rt.lock, NULL);
-    tl_rt.cfg = cfg;
-    tl_rt.nvps = cfg.nvps;
-    tl_rt.page = (size_t)sysconf(_SC_PAGESIZE);
-    if (getrandom(&tl_rt.canary, sizeof tl_rt.canary, GRND_NONBLOCK) != sizeof tl_rt.canary)
-        tl_rt.canary = 0x5a17c0de5a17c0deull ^ tl_now_ns() ^ (uintptr_t)&tl_rt;
-    tl_ctx_capture_fpu();
+    memset(&tlu_rt, 0, sizeof tlu_rt);
+    pthread_mutex_init(&tlu_rt.lock, NULL);
+    tlu_rt.cfg = cfg;
+    tlu_rt.nvps = cfg.nvps;
+    tlu_rt.external = cfg.external != 0;
+    atomic_init(&tlu_rt.active, cfg.nvps);
+    tlu_identity_init();
+    tlu_rt.page = (size_t)sysconf(_SC_PAGESIZE);
+    if (getrandom(&tlu_rt.canary, sizeof tlu_rt.canary, GRND_NONBLOCK) != sizeof tlu_rt.canary)
+        tlu_rt.canary = 0x5a17c0de5a17c0deull ^ tlu_now_ns() ^ (uintptr_t)&tlu_rt;
+    tlu_ctx_capture_fpu();
     long max_map = 65530;
     FILE *mm = fopen("/proc/sys/vm/max_map_count", "r");
     if (mm) {
@@ -211,14 +215,14 @@ int tl_ult_init(const tl_ult_config *cfg_in)
             max_map = 65530;
         fclose(mm);
     }
-    tl_rt.guard_budget = max_map > 8192 ? (uint64_t)(max_map - 8192) / 2 : 0;
+    tlu_rt.guard_budget = max_map > 8192 ? (uint64_t)(max_map - 8192) / 2 : 0;
 
     int err = 0;
-    tl_rt.default_pool = tl_stack_pool_for(cfg.stack_size, &err);
-    if (!tl_rt.default_pool)
+    tlu_rt.default_pool = tlu_stack_pool_for(cfg.stack_size, &err);
+    if (!tlu_rt.default_pool)
         goto fail;
-    tl_rt.vps = calloc(cfg.nvps, sizeof *tl_rt.vps);
-    if (!tl_rt.vps) {
+    tlu_rt.vps = calloc(cfg.nvps, sizeof *tlu_rt.vps);
+    if (!tlu_rt.vps) {
         err = ENOMEM;
         goto fail;
     }
@@ -226,9 +230,23 @@ int tl_ult_init(const tl_ult_config *cfg_in)
         if ((err = setup_vp(i, cpus, ncpus)))
             goto fail;
 
+    if (tlu_rt.external) {
+        /* every VP is a thread of ours; the caller stays external */
+        if (cfg.stack_mode == TL_ULT_STACK_GUARD && cfg.overflow_handler &&
+            (err = tlu_stack_install_handler()))
+            goto fail;
+        tlu_rt.initialized = 1;
+        if ((err = tlu_vp_start_all())) {
+            tlu_rt.initialized = 0;
+            goto fail;
+        }
+        return 0;
+    }
+
     /* the caller becomes the primordial ULT of VP 0 */
-    tl_vp *vp0 = tl_rt.vps[0];
-    tl_thread *m = tl_desc_alloc(NULL);
+    tlu_vp *vp0 = tlu_rt.vps[0];
+    vp0->own_tcb = tlu_read_tp();
+    tlu_thread *m = tlu_desc_alloc(NULL);
     if (!m) {
         err = ENOMEM;
         goto fail;
@@ -238,32 +256,32 @@ int tl_ult_init(const tl_ult_config *cfg_in)
     m->bound_vp = 0;
     m->state = TS_RUNNING;
     m->vp = vp0;
-    tl_vp_init_kernel_context(m);
-    tl_rt.main_thread = m;
+    tlu_vp_init_kernel_context(m);
+    tlu_rt.main_thread = m;
     vp0->current = m;
-    tl_vp_set_self(vp0);
+    tlu_vp_set_self(vp0);
 
     if (vp0->cpu >= 0) {
-        tl_rt.saved_affinity = malloc(sizeof(cpu_set_t));
-        if (tl_rt.saved_affinity &&
-            pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), tl_rt.saved_affinity) == 0) {
+        tlu_rt.saved_affinity = malloc(sizeof(cpu_set_t));
+        if (tlu_rt.saved_affinity &&
+            pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), tlu_rt.saved_affinity) == 0) {
             cpu_set_t one;
             CPU_ZERO(&one);
             CPU_SET(vp0->cpu, &one);
             pthread_setaffinity_np(pthread_self(), sizeof one, &one);
         } else {
-            free(tl_rt.saved_affinity);
-            tl_rt.saved_affinity = NULL;
+            free(tlu_rt.saved_affinity);
+            tlu_rt.saved_affinity = NULL;
         }
     }
     if (cfg.stack_mode == TL_ULT_STACK_GUARD && cfg.overflow_handler) {
-        if ((err = tl_stack_install_handler()))
+        if ((err = tlu_stack_install_handler()))
             goto fail;
-        tl_stack_altstack_enter(&main_altstack);
+        tlu_stack_altstack_enter(&main_altstack);
     }
-    tl_rt.initialized = 1;
-    if ((err = tl_vp_start_all())) {
-        tl_rt.initialized = 0;
+    tlu_rt.initialized = 1;
+    if ((err = tlu_vp_start_all())) {
+        tlu_rt.initialized = 0;
         goto fail;
     }
     return 0;
@@ -274,29 +292,40 @@ fail:
 
 static int64_t live_threads(void)
 {
-    uint64_t exited = 0, created = atomic_load_explicit(&tl_rt.ext_created, RLX);
-    for (unsigned i = 0; i < tl_rt.nvps; i++)
-        exited += atomic_load_explicit(&tl_rt.vps[i]->n_exited, ACQ);
-    for (unsigned i = 0; i < tl_rt.nvps; i++)
-        created += atomic_load_explicit(&tl_rt.vps[i]->n_created, ACQ);
+    uint64_t exited = 0, created = atomic_load_explicit(&tlu_rt.ext_created, RLX);
+    for (unsigned i = 0; i < tlu_rt.nvps; i++)
+        exited += atomic_load_explicit(&tlu_rt.vps[i]->n_exited, ACQ);
+    for (unsigned i = 0; i < tlu_rt.nvps; i++)
+        created += atomic_load_explicit(&tlu_rt.vps[i]->n_created, ACQ);
     return (int64_t)(created - exited);
 }
 
 int tl_ult_finalize(void)
 {
-    if (!tl_rt.initialized)
+    if (!tlu_rt.initialized)
         return EAGAIN;
-    tl_vp *vp = tl_vp_self();
-    if (!vp || vp->current != tl_rt.main_thread)
+    tlu_vp *vp = tlu_vp_self();
+    if (tlu_rt.external) {
+        if (vp)
+            return EPERM;
+        while (live_threads() > 0) {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+        tlu_vp_stop_all();
+        teardown();
+        return 0;
+    }
+    if (!vp || vp->current != tlu_rt.main_thread)
         return EPERM;
     /* every other ULT must finish; VP 0 keeps scheduling meanwhile */
     while (live_threads() > 0)
         tl_ult_sleep_ns(20000);
-    tl_vp_stop_all();
-    tl_thread *m = tl_rt.main_thread;
+    tlu_vp_stop_all();
+    tlu_thread *m = tlu_rt.main_thread;
     if (m->tls)
-        tl_tls_run_destructors(m);
-#if TL_ULT_TSAN
+        tlu_tls_run_destructors(m);
+#if TLU_TSAN
     m->tsan_fiber = NULL; /* the kernel thread's own */
 #endif
     teardown();
@@ -306,11 +335,11 @@ int tl_ult_finalize(void)
 void tl_ult_get_stats(tl_ult_stats *st)
 {
     memset(st, 0, sizeof *st);
-    if (!tl_rt.initialized)
+    if (!tlu_rt.initialized)
         return;
-    st->created = atomic_load_explicit(&tl_rt.ext_created, RLX);
-    for (unsigned i = 0; i < tl_rt.nvps; i++) {
-        tl_vp *vp = tl_rt.vps[i];
+    st->created = atomic_load_explicit(&tlu_rt.ext_created, RLX);
+    for (unsigned i = 0; i < tlu_rt.nvps; i++) {
+        tlu_vp *vp = tlu_rt.vps[i];
         st->created += atomic_load_explicit(&vp->n_created, RLX);
         st->exited += atomic_load_explicit(&vp->n_exited, RLX);
         st->steals += atomic_load_explicit(&vp->n_steals, RLX);
@@ -318,9 +347,9 @@ void tl_ult_get_stats(tl_ult_stats *st)
         st->vp_sleeps += atomic_load_explicit(&vp->n_sleeps, RLX);
     }
     st->live = st->created - st->exited;
-    pthread_mutex_lock(&tl_rt.lock);
-    st->stack_slots = tl_rt.stack_slots;
-    st->stack_bytes = tl_rt.stack_bytes;
-    pthread_mutex_unlock(&tl_rt.lock);
-    st->guard_fallbacks = atomic_load_explicit(&tl_rt.guard_fallbacks, RLX);
+    pthread_mutex_lock(&tlu_rt.lock);
+    st->stack_slots = tlu_rt.stack_slots;
+    st->stack_bytes = tlu_rt.stack_bytes;
+    pthread_mutex_unlock(&tlu_rt.lock);
+    st->guard_fallbacks = atomic_load_explicit(&tlu_rt.guard_fallbacks, RLX);
 }

@@ -2,7 +2,7 @@
  * internal.h - private structures of libthreadlab-ult.
  *
  * Ownership rules (who may touch what without a lock):
- *  - fields marked [owner] of a tl_vp are touched only by the kernel thread
+ *  - fields marked [owner] of a tlu_vp are touched only by the kernel thread
  *    of that VP (its scheduler or the ULT it runs);
  *  - fields marked [shared] are atomics touched by every VP;
  *  - a ULT descriptor belongs to whoever holds it: the VP running it, the
@@ -31,43 +31,41 @@
 /* ---- build configuration ---------------------------------------- */
 
 #if defined(__SANITIZE_ADDRESS__)
-#define TL_ULT_ASAN 1
+#define TLU_ASAN 1
 #endif
 #if defined(__SANITIZE_THREAD__)
-#define TL_ULT_TSAN 1
+#define TLU_TSAN 1
 #endif
 #if defined(__has_feature)
-#if __has_feature(address_sanitizer) && !defined(TL_ULT_ASAN)
-#define TL_ULT_ASAN 1
+#if __has_feature(address_sanitizer) && !defined(TLU_ASAN)
+#define TLU_ASAN 1
 #endif
-#if __has_feature(thread_sanitizer) && !defined(TL_ULT_TSAN)
-#define TL_ULT_TSAN 1
+#if __has_feature(thread_sanitizer) && !defined(TLU_TSAN)
+#define TLU_TSAN 1
 #endif
 #endif
-#ifndef TL_ULT_ASAN
-#define TL_ULT_ASAN 0
+#ifndef TLU_ASAN
+#define TLU_ASAN 0
 #endif
-#ifndef TL_ULT_TSAN
-#define TL_ULT_TSAN 0
+#ifndef TLU_TSAN
+#define TLU_TSAN 0
 #endif
 
-#if !defined(TL_ULT_CTX_ASM) && !defined(TL_ULT_CTX_UCONTEXT)
+#if !defined(TLU_CTX_ASM) && !defined(TLU_CTX_UCONTEXT)
 #if defined(__x86_64__)
-#define TL_ULT_CTX_ASM 1
+#define TLU_CTX_ASM 1
 #else
-#define TL_ULT_CTX_UCONTEXT 1
+#define TLU_CTX_UCONTEXT 1
 #endif
 #endif
 
-/* The shared compiler guards are threadlab/compiler.h's (TL_CACHE_LINE,
- * TL_NOINLINE, tl_cpu_relax: one definition each); these are the library's
- * own spellings of two of them. */
-#define TL_ALIGNED TL_ALIGNED_CACHE_LINE
-#define tl_relax tl_cpu_relax
-#define TL_LIKELY(x) __builtin_expect(!!(x), 1)
-#define TL_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define TL_HIDDEN __attribute__((visibility("hidden")))
-#define TL_COLD __attribute__((cold, noinline))
+/* The shared compiler guards are threadlab/compiler.h's, used by their
+ * names (TL_CACHE_LINE, TL_ALIGNED_CACHE_LINE, TL_NOINLINE, tl_cpu_relax:
+ * one definition each); these are the library's own. */
+#define TLU_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TLU_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TLU_HIDDEN __attribute__((visibility("hidden")))
+#define TLU_COLD __attribute__((cold, noinline))
 
 #define RLX memory_order_relaxed
 #define ACQ memory_order_acquire
@@ -78,48 +76,48 @@
 
 /* Increment of a counter written only by its owner and read by others:
  * relaxed load + store, no locked instruction. */
-#define TL_OWNER_INC(field, n)                                                                     \
+#define TLU_OWNER_INC(field, n)                                                                     \
     atomic_store_explicit(&(field), atomic_load_explicit(&(field), RLX) + (n), RLX)
 
-struct tl_vp;
-struct tl_stack_pool;
-typedef struct tl_ult_thread tl_thread;
+struct tlu_vp;
+struct tlu_stack_pool;
+typedef struct tl_ult_thread tlu_thread;
 
 /* ---- context switch (context_x86_64.S / context.c) --------------- */
 
-#if TL_ULT_CTX_ASM
-typedef struct tl_ctx {
+#if TLU_CTX_ASM
+typedef struct tlu_ctx {
     void *sp; /* everything else lives on the suspended stack */
-} tl_ctx;
+} tlu_ctx;
 #else
-typedef struct tl_ctx {
+typedef struct tlu_ctx {
     void *jb[5]; /* __builtin_setjmp buffer */
     void (*entry)(void *);
     void *arg;
     void *lo;
     size_t size; /* != 0 until the first switch boots it via ucontext */
-} tl_ctx;
+} tlu_ctx;
 #endif
 
 /* Prepares ctx so that the first switch to it calls entry(arg) on the
  * stack [lo, lo + size). entry must never return. */
-void tl_ctx_init(tl_ctx *ctx, void *lo, size_t size, void (*entry)(void *), void *arg);
+void tlu_ctx_init(tlu_ctx *ctx, void *lo, size_t size, void (*entry)(void *), void *arg);
 /* Saves the current context in *from and resumes *to. Returns when
  * something switches back to *from. */
-void tl_ctx_switch(tl_ctx *from, tl_ctx *to);
+void tlu_ctx_switch(tlu_ctx *from, tlu_ctx *to);
 
-#if TL_ULT_CTX_ASM
-/* The hot-path entry of tl_ctx_switch: push the resume address and jmp,
+#if TLU_CTX_ASM
+/* The hot-path entry of tlu_ctx_switch: push the resume address and jmp,
  * so that neither side touches the return-stack buffer (see
  * context_x86_64.S). The red zone of the enclosing function is skipped.
  * Callee-saved registers are preserved by the switch code itself; the
  * caller-saved ones are declared clobbered, as a call would. */
-static inline __attribute__((always_inline)) void tl_ctx_jump(tl_ctx *from, tl_ctx *to)
+static inline __attribute__((always_inline)) void tlu_ctx_jump(tlu_ctx *from, tlu_ctx *to)
 {
     __asm__ volatile("leaq   -128(%%rsp), %%rsp\n\t"
                      "leaq   1f(%%rip), %%rax\n\t"
                      "pushq  %%rax\n\t"
-                     "jmp    tl_ctx_switch\n"
+                     "jmp    tlu_ctx_switch\n"
                      "1:\n\t"
                      "leaq   128(%%rsp), %%rsp"
                      : "+D"(from), "+S"(to)
@@ -136,14 +134,14 @@ static inline __attribute__((always_inline)) void tl_ctx_jump(tl_ctx *from, tl_c
     );
 }
 #else
-#define tl_ctx_jump tl_ctx_switch
+#define tlu_ctx_jump tlu_ctx_switch
 #endif
 /* Records the FPU control words new contexts start with. */
-void tl_ctx_capture_fpu(void);
+void tlu_ctx_capture_fpu(void);
 
 /* ---- thread descriptor ------------------------------------------- */
 
-enum tl_thread_state {
+enum tlu_thread_state {
     TS_NEW = 0,  /* created, no stack yet */
     TS_READY,    /* in a run queue */
     TS_RUNNING,  /* running (or about to) on vp */
@@ -151,7 +149,7 @@ enum tl_thread_state {
     TS_EXITED
 };
 
-enum tl_thread_flags {
+enum tlu_thread_flags {
     TF_SCHED = 1u << 0,      /* a VP's scheduler pseudo-thread */
     TF_PRIMORDIAL = 1u << 1, /* the thread that called tl_ult_init */
     TF_INLINE = 1u << 2,     /* running on its joiner's stack */
@@ -159,128 +157,136 @@ enum tl_thread_flags {
 };
 
 /* join word values besides a joiner's address */
-#define TL_JOIN_NONE ((uintptr_t)0)
-#define TL_JOIN_EXITED ((uintptr_t)1)
-#define TL_JOIN_DETACHED ((uintptr_t)2)
-#define TL_JOIN_IS_THREAD(w) ((w) > TL_JOIN_DETACHED)
+#define TLU_JOIN_NONE ((uintptr_t)0)
+#define TLU_JOIN_EXITED ((uintptr_t)1)
+#define TLU_JOIN_DETACHED ((uintptr_t)2)
+#define TLU_JOIN_IS_THREAD(w) ((w) > TLU_JOIN_DETACHED)
 
 /* dependence word: low 31 bits count, top bit "the thread waits" */
-#define TL_DEP_WAITING 0x80000000u
-#define TL_DEP_COUNT(w) ((w) & ~TL_DEP_WAITING)
+#define TLU_DEP_WAITING 0x80000000u
+#define TLU_DEP_COUNT(w) ((w) & ~TLU_DEP_WAITING)
 
 struct tl_ult_thread {
-    tl_ctx ctx;
-    tl_thread *link;          /* run queue / wait queue / free list link */
-    struct tl_vp *vp;         /* VP it runs on (valid while running) */
+    tlu_ctx ctx;
+    tlu_thread *link;          /* run queue / wait queue / free list link */
+    struct tlu_vp *vp;         /* VP it runs on (valid while running) */
     tl_ult_fn fn;
     void *arg;                /* argument; the return value after exit */
     char *stack_lo;           /* lowest address of the stack it runs on */
     uint32_t stack_size;      /* usable bytes above stack_lo */
-    uint8_t state;            /* enum tl_thread_state */
-    uint8_t flags;            /* enum tl_thread_flags */
+    uint8_t state;            /* enum tlu_thread_state */
+    uint8_t flags;            /* enum tlu_thread_flags */
     int16_t bound_vp;         /* -1, or the only VP allowed to run it */
-    struct tl_stack_pool *pool; /* where its own stack comes from */
-    _Atomic uintptr_t join;   /* TL_JOIN_* or the parked joiner */
-    _Atomic uint32_t deps;    /* dependence counter (TL_DEP_*) */
+    struct tlu_stack_pool *pool; /* where its own stack comes from */
+    _Atomic uintptr_t join;   /* TLU_JOIN_* or the parked joiner */
+    _Atomic uint32_t deps;    /* dependence counter (TLU_DEP_*) */
     uint32_t pad_;
-    tl_thread *successor;     /* satisfied when this thread finishes */
+    tlu_thread *successor;     /* satisfied when this thread finishes */
     void **tls;               /* tl_ult_setspecific table, lazily allocated */
     void *inline_jb;          /* jump buffer of the joiner running it inline */
-#if TL_ULT_ASAN
+    void *local;              /* tl_ult_set_local */
+    struct tl_ult_identity *ident; /* the kernel-thread TLS it wears, NULL: its VP's */
+    _Atomic uint32_t *wait_addr; /* tl_ult_wait: the word it is parked on */
+#if TLU_ASAN
     void *asan_fake;          /* ASan fake stack saved while switched out */
 #endif
-#if TL_ULT_TSAN
+#if TLU_TSAN
     void *tsan_fiber;         /* kept with the descriptor: creating one costs ~0.3 ms */
     unsigned tsan_uses;
 #endif
-} TL_ALIGNED;
+} TL_ALIGNED_CACHE_LINE;
 
 /* ---- Chase-Lev work-stealing deque (deque.c) --------------------- */
 
-typedef struct tl_deque_array {
+typedef struct tlu_deque_array {
     int64_t mask;
-    struct tl_deque_array *retired; /* older arrays, freed at destroy */
-    _Atomic(tl_thread *) buf[];
-} tl_deque_array;
+    struct tlu_deque_array *retired; /* older arrays, freed at destroy */
+    _Atomic(void *) buf[];
+} tlu_deque_array;
 
-typedef struct tl_deque {
-    _Atomic int64_t top TL_ALIGNED;           /* thieves CAS it */
-    _Atomic int64_t bottom TL_ALIGNED;        /* owner writes it */
-    _Atomic(tl_deque_array *) array;
-} tl_deque;
+typedef struct tlu_deque {
+    _Atomic int64_t top TL_ALIGNED_CACHE_LINE;           /* thieves CAS it */
+    _Atomic int64_t bottom TL_ALIGNED_CACHE_LINE;        /* owner writes it */
+    _Atomic(tlu_deque_array *) array;
+} tlu_deque;
 
-int tl_deque_init(tl_deque *q, int64_t capacity);
-void tl_deque_destroy(tl_deque *q);
-tl_deque_array *tl_deque_grow(tl_deque *q, tl_deque_array *a, int64_t t, int64_t b);
-/* Owner: remove the most recently pushed thread (LIFO). */
-tl_thread *tl_deque_take(tl_deque *q);
-/* Anyone: remove the oldest thread (FIFO). NULL when empty, TL_DEQUE_ABORT
- * when it lost a race (retry). */
-#define TL_DEQUE_ABORT ((tl_thread *)1)
-tl_thread *tl_deque_steal(tl_deque *q);
+int tlu_deque_init(tlu_deque *q, int64_t capacity);
+void tlu_deque_destroy(tlu_deque *q);
+tlu_deque_array *tlu_deque_grow(tlu_deque *q, tlu_deque_array *a, int64_t t, int64_t b);
+/* Owner: remove the most recently pushed element (LIFO). fenced: 0 lets
+ * a single-VP runtime skip the fence (its scheduler has no thieves). */
+void *tlu_deque_take_ex(tlu_deque *q, int fenced);
+static inline void *tlu_deque_take(tlu_deque *q)
+{
+    return tlu_deque_take_ex(q, 0);
+}
+/* Anyone: remove the oldest element (FIFO). NULL when empty,
+ * TLU_DEQUE_ABORT when it lost a race (retry). */
+#define TLU_DEQUE_ABORT ((void *)1)
+void *tlu_deque_steal(tlu_deque *q);
 
 /* Owner: push at the bottom. */
-static inline void tl_deque_push(tl_deque *q, tl_thread *t)
+static inline void tlu_deque_push(tlu_deque *q, void *t)
 {
     int64_t b = atomic_load_explicit(&q->bottom, RLX);
     int64_t top = atomic_load_explicit(&q->top, ACQ);
-    tl_deque_array *a = atomic_load_explicit(&q->array, RLX);
-    if (TL_UNLIKELY(b - top > a->mask))
-        a = tl_deque_grow(q, a, top, b);
+    tlu_deque_array *a = atomic_load_explicit(&q->array, RLX);
+    if (TLU_UNLIKELY(b - top > a->mask))
+        a = tlu_deque_grow(q, a, top, b);
     atomic_store_explicit(&a->buf[b & a->mask], t, RLX);
     atomic_store_explicit(&q->bottom, b + 1, REL);
 }
 
 /* Size as seen by the owner; may overestimate (a stale top), never reports
  * empty while non-empty. */
-static inline int64_t tl_deque_size_hint(tl_deque *q)
+static inline int64_t tlu_deque_size_hint(tlu_deque *q)
 {
     return atomic_load_explicit(&q->bottom, RLX) - atomic_load_explicit(&q->top, RLX);
 }
 
 /* ---- stacks (stack.c) -------------------------------------------- */
 
-typedef struct tl_stack_pool {
+typedef struct tlu_stack_pool {
     size_t usable;    /* bytes a thread may use */
     size_t slot;      /* bytes per slot (usable + guard page) */
     int guard;        /* slots carry a guard page */
-    void *free;       /* global free list (under tl_rt.lock) */
+    void *free;       /* global free list (under tlu_rt.lock) */
     size_t nfree;
     char *carve, *carve_end; /* current chunk */
-    struct tl_stack_pool *next;
-} tl_stack_pool;
+    struct tlu_stack_pool *next;
+} tlu_stack_pool;
 
-#define TL_STACK_CACHE_WAYS 4
-#define TL_STACK_CACHE_MAX 64 /* per pool per VP, then half goes global */
-#define TL_CANARY_BYTES 16
-#define TL_STACK_MIN 512
-#define TL_STACK_MAX ((size_t)1 << 30)
+#define TLU_STACK_CACHE_WAYS 4
+#define TLU_STACK_CACHE_MAX 64 /* per pool per VP, then half goes global */
+#define TLU_CANARY_BYTES 16
+#define TLU_STACK_MIN 512
+#define TLU_STACK_MAX ((size_t)1 << 30)
 
-struct tl_stack_cache {
-    tl_stack_pool *pool;
+struct tlu_stack_cache {
+    tlu_stack_pool *pool;
     void *head;
     unsigned n;
 };
 
 /* The pool for a requested stack size (rounded); NULL + errno on error. */
-tl_stack_pool *tl_stack_pool_for(size_t size, int *err);
+tlu_stack_pool *tlu_stack_pool_for(size_t size, int *err);
 /* A stack of pool for VP vp (vp may be NULL): returns its lowest usable
  * address (canary written there). Aborts on ENOMEM. */
-char *tl_stack_get(struct tl_vp *vp, tl_stack_pool *pool);
-void tl_stack_put(struct tl_vp *vp, tl_stack_pool *pool, char *lo);
-void tl_stack_flush_cache(struct tl_vp *vp);
-void tl_stack_finalize(void);
-int tl_stack_install_handler(void);
-void tl_stack_remove_handler(void);
-int tl_stack_altstack_enter(void **mem);
-void tl_stack_altstack_leave(void *mem);
-TL_COLD _Noreturn void tl_stack_overflow(tl_thread *t, const char *how);
+char *tlu_stack_get(struct tlu_vp *vp, tlu_stack_pool *pool);
+void tlu_stack_put(struct tlu_vp *vp, tlu_stack_pool *pool, char *lo);
+void tlu_stack_flush_cache(struct tlu_vp *vp);
+void tlu_stack_finalize(void);
+int tlu_stack_install_handler(void);
+void tlu_stack_remove_handler(void);
+int tlu_stack_altstack_enter(void **mem);
+void tlu_stack_altstack_leave(void *mem);
+TLU_COLD _Noreturn void tlu_stack_overflow(tlu_thread *t, const char *how);
 
-static inline void tl_stack_write_canary(char *lo);
+static inline void tlu_stack_write_canary(char *lo);
 
 /* ---- VP ------------------------------------------------------------ */
 
-enum tl_post_kind {
+enum tlu_post_kind {
     POST_NONE = 0,
     POST_YIELD,        /* enqueue post_thread as a yielder */
     POST_UNLOCK,       /* release spinlock post_arg */
@@ -292,77 +298,85 @@ enum tl_post_kind {
     POST_WD_WAIT,      /* register post_thread as waiter of work descriptor */
 };
 
-enum tl_vp_state { VP_RUNNING = 0, VP_SLEEPING = 1 };
+/* VP_STOPPED: told to stop by tl_ult_set_active_vps (id >= tlu_rt.active):
+ * it forwards its queued threads to active VPs and sleeps until active. */
+enum tlu_vp_state { VP_RUNNING = 0, VP_SLEEPING = 1, VP_STOPPED = 2 };
 
-struct tl_timer {
+struct tlu_timer {
     uint64_t deadline;
-    tl_thread *t;
+    tlu_thread *t;
 };
 
-struct tl_wd_share;
+struct tlu_wd_share;
 
-typedef struct tl_vp {
+typedef struct tlu_vp {
     /* [owner] hot */
-    tl_thread *current;           /* running ULT, NULL in the scheduler */
+    tlu_thread *current;           /* running ULT, NULL in the scheduler */
     unsigned id;
     uint32_t tick;
     unsigned post_kind;
-    tl_thread *post_thread;
+    tlu_thread *post_thread;
     void *post_arg;
-    tl_thread *runq_head, *runq_tail; /* private FIFO: yielders, bound threads */
+    tlu_thread *runq_head, *runq_tail; /* private FIFO: yielders, bound threads */
     size_t runq_len;
-    tl_thread *desc_free;             /* descriptor cache */
+    tlu_thread *desc_free;             /* descriptor cache */
     unsigned desc_nfree;
     uint64_t rng;
-    struct tl_stack_cache scache[TL_STACK_CACHE_WAYS];
-    struct tl_timer *timers;          /* min-heap on deadline */
+    struct tlu_stack_cache scache[TLU_STACK_CACHE_WAYS];
+    struct tlu_timer *timers;          /* min-heap on deadline */
     size_t ntimers, timers_cap;
-    tl_thread sched;                  /* the scheduler pseudo-thread */
+    tlu_thread sched;                  /* the scheduler pseudo-thread */
     void *sched_stack;                /* VP 0 only: mmap'd scheduler stack */
     size_t sched_stack_size;
     pthread_t thread;
     int cpu;                          /* pinned CPU or -1 */
     int in_slowpath;                  /* running on the scheduler stack */
     void *altstack;
+    void *own_tcb;                    /* this kernel thread's TLS (fs base) */
+    struct tl_ult_identity *worn;     /* identity worn now, NULL: its own */
+    unsigned fwd_rr;                  /* round robin of a stopped VP's forwarding */
 
     /* [owner-written, read by all] counters */
     _Atomic uint64_t n_created, n_exited, n_steals, n_inline, n_sleeps;
 
     /* [shared] */
-    _Atomic(tl_thread *) next TL_ALIGNED;      /* handoff slot */
-    tl_deque dq;
-    _Atomic(tl_thread *) inbox TL_ALIGNED;     /* remote readies (LIFO) */
-    _Atomic(struct tl_wd_share *) wd_inbox;    /* work descriptor slot */
-    _Atomic uint32_t state TL_ALIGNED;         /* enum tl_vp_state */
+    _Atomic(tlu_thread *) next TL_ALIGNED_CACHE_LINE;      /* handoff slot */
+    tlu_deque dq;
+    _Atomic(tlu_thread *) inbox TL_ALIGNED_CACHE_LINE;     /* remote readies (LIFO) */
+    _Atomic(struct tlu_wd_share *) wd_inbox;    /* work descriptor slot */
+    _Atomic uint32_t state TL_ALIGNED_CACHE_LINE;         /* enum tlu_vp_state */
     _Atomic uint32_t wake_seq;                 /* futex word */
-} tl_vp;
+} tlu_vp;
 
 /* ---- the runtime --------------------------------------------------- */
 
-struct tl_rt {
+struct tlu_rt {
     int initialized;
     unsigned nvps;
-    tl_vp **vps;
+    _Atomic unsigned active;          /* VPs 0..active-1 run; the others stop */
+    int external;                     /* tl_ult_config.external: VP 0 is internal too */
+    int fsgsbase;                     /* wrfsbase is usable (identities) */
+    tlu_vp **vps;
     tl_ult_config cfg;
-    tl_stack_pool *default_pool;
-    tl_thread *main_thread;
+    tlu_stack_pool *default_pool;
+    tlu_thread *main_thread;
     size_t page;
     uint64_t canary;
     cpu_set_t *saved_affinity;
 
     pthread_mutex_t lock;             /* pools, descriptor slabs, chunks */
-    tl_stack_pool *pools;
+    tlu_stack_pool *pools;
     void **chunks;                    /* stack mappings: addr, len pairs */
     size_t nchunks, chunks_cap;
     void **slabs;                     /* descriptor slabs */
     size_t nslabs, slabs_cap;
-    tl_thread *desc_global;           /* global descriptor free list */
+    tlu_thread *desc_global;           /* global descriptor free list */
     size_t desc_global_n;
     uint64_t stack_slots, stack_bytes;
     uint64_t guard_budget;            /* guard pages we allow ourselves */
     uint64_t guarded;                 /* guard pages made so far */
 
-    _Atomic unsigned nspinning TL_ALIGNED;
+    _Atomic unsigned nspinning TL_ALIGNED_CACHE_LINE;
     _Atomic unsigned nsleeping;
     _Atomic int stopping;
     _Atomic unsigned rr;              /* external create round robin */
@@ -371,28 +385,28 @@ struct tl_rt {
     _Atomic uint32_t fence_dummy;
 };
 
-extern struct tl_rt tl_rt;
+extern struct tlu_rt tlu_rt;
 
 /* The VP of the calling kernel thread (NULL for external threads). Never
  * inlined and never cached across a switch: a ULT can resume on another
  * kernel thread; after a switch use self->vp. */
-tl_vp *tl_vp_self(void);
-void tl_vp_set_self(tl_vp *vp);
+tlu_vp *tlu_vp_self(void);
+void tlu_vp_set_self(tlu_vp *vp);
 
 /* Inline variant for the hot paths (yield, create, join). Rule: read it
  * once, before any switch, in a function that uses self->vp afterwards.
  * initial-exec TLS is a %fs-relative load, re-evaluated at each access; a
  * compiler may not reuse it across a switch because the asm below makes
  * every read a fresh, opaque value. */
-extern __thread tl_vp *tl_tls_vp __attribute__((tls_model("initial-exec")));
-static inline tl_vp *tl_vp_self_fast(void)
+extern __thread tlu_vp *tlu_tls_vp __attribute__((tls_model("initial-exec")));
+static inline tlu_vp *tlu_vp_self_fast(void)
 {
-    tl_vp *vp = tl_tls_vp;
+    tlu_vp *vp = tlu_tls_vp;
     __asm__ volatile("" : "+r"(vp));
     return vp;
 }
 
-static inline char *tl_current_sp(void)
+static inline char *tlu_current_sp(void)
 {
     char *sp;
 #if defined(__x86_64__)
@@ -405,10 +419,10 @@ static inline char *tl_current_sp(void)
 
 /* Full StoreLoad barrier (the idle/wake Dekker handshake). A locked RMW
  * under TSan, which does not model standalone fences. */
-static inline void tl_full_fence(void)
+static inline void tlu_full_fence(void)
 {
-#if TL_ULT_TSAN
-    atomic_fetch_add_explicit(&tl_rt.fence_dummy, 0, SEQ);
+#if TLU_TSAN
+    atomic_fetch_add_explicit(&tlu_rt.fence_dummy, 0, SEQ);
 #else
     atomic_thread_fence(SEQ);
 #endif
@@ -416,21 +430,21 @@ static inline void tl_full_fence(void)
 
 /* ---- sanitizer hooks around every switch --------------------------- */
 
-#if TL_ULT_ASAN
+#if TLU_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
-#if TL_ULT_TSAN
+#if TLU_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
-static inline void tl_san_start_switch(tl_thread *cur, tl_thread *next, int exiting)
+static inline void tlu_san_start_switch(tlu_thread *cur, tlu_thread *next, int exiting)
 {
-#if TL_ULT_ASAN
+#if TLU_ASAN
     __sanitizer_start_switch_fiber(exiting ? NULL : &cur->asan_fake, next->stack_lo,
                                    next->stack_size);
 #endif
-#if TL_ULT_TSAN
+#if TLU_TSAN
     __tsan_switch_to_fiber(next->tsan_fiber, 0);
 #endif
     (void)cur;
@@ -438,9 +452,9 @@ static inline void tl_san_start_switch(tl_thread *cur, tl_thread *next, int exit
     (void)exiting;
 }
 
-static inline void tl_san_finish_switch(tl_thread *self)
+static inline void tlu_san_finish_switch(tlu_thread *self)
 {
-#if TL_ULT_ASAN
+#if TLU_ASAN
     __sanitizer_finish_switch_fiber(self->asan_fake, NULL, NULL);
 #endif
     (void)self;
@@ -448,28 +462,28 @@ static inline void tl_san_finish_switch(tl_thread *self)
 
 /* ---- canary -------------------------------------------------------- */
 
-static inline void tl_stack_write_canary(char *lo)
+static inline void tlu_stack_write_canary(char *lo)
 {
     uint64_t *w = (uint64_t *)(void *)lo;
-    w[0] = tl_rt.canary;
-    w[1] = tl_rt.canary ^ (uintptr_t)lo;
+    w[0] = tlu_rt.canary;
+    w[1] = tlu_rt.canary ^ (uintptr_t)lo;
 }
 
-static inline int tl_stack_needs_canary(const struct tl_stack_pool *p)
+static inline int tlu_stack_needs_canary(const struct tlu_stack_pool *p)
 {
-    return !p->guard || atomic_load_explicit(&tl_rt.guard_fallbacks, RLX) != 0;
+    return !p->guard || atomic_load_explicit(&tlu_rt.guard_fallbacks, RLX) != 0;
 }
 
-static inline int tl_stack_canary_ok(const char *lo)
+static inline int tlu_stack_canary_ok(const char *lo)
 {
     const uint64_t *w = (const uint64_t *)(const void *)lo;
-    return w[0] == tl_rt.canary && w[1] == (tl_rt.canary ^ (uintptr_t)lo);
+    return w[0] == tlu_rt.canary && w[1] == (tlu_rt.canary ^ (uintptr_t)lo);
 }
 
 /* ---- slow paths off the ULT stack ------------------------------------ */
 
-#if TL_ULT_CTX_ASM
-void tl_ctx_call_on(void *sp, void (*fn)(void *), void *arg);
+#if TLU_CTX_ASM
+void tlu_ctx_call_on(void *sp, void (*fn)(void *), void *arg);
 #endif
 
 /* Runs fn(arg) on the scheduler stack of vp when the caller is a ULT
@@ -477,80 +491,128 @@ void tl_ctx_call_on(void *sp, void (*fn)(void *), void *arg);
  * suspended while a ULT runs, so the part of its stack below its saved
  * stack pointer is free. Under the sanitizers (which track stacks) and
  * with the portable context, fn simply runs here. */
-static inline void tl_slowpath(struct tl_vp *vp, void (*fn)(void *), void *arg);
+static inline void tlu_slowpath(struct tlu_vp *vp, void (*fn)(void *), void *arg);
 
 /* ---- scheduler (sched.c) ------------------------------------------- */
 
 /* Switch from cur (running on vp) to next; exiting: cur never resumes. */
-void tl_sched_switch(tl_vp *vp, tl_thread *cur, tl_thread *next, int exiting);
+void tlu_sched_switch(tlu_vp *vp, tlu_thread *cur, tlu_thread *next, int exiting);
 /* Suspend self; the post action (kind, arg) runs after the switch. */
-void tl_sched_park(tl_thread *self, unsigned kind, void *arg);
+void tlu_sched_park(tlu_thread *self, unsigned kind, void *arg);
 /* Same, switching to next (which the caller removed from a queue). */
-void tl_sched_park_to(tl_thread *self, unsigned kind, void *arg, tl_thread *next);
-void tl_sched_run_post(tl_vp *vp);
+void tlu_sched_park_to(tlu_thread *self, unsigned kind, void *arg, tlu_thread *next);
+void tlu_sched_run_post(tlu_vp *vp);
 /* Next thread for vp: local queues, then (steal) other VPs. Returns
  * &vp->sched when the scheduler has work descriptors to run (unless
  * from_sched). NULL when nothing. */
-tl_thread *tl_sched_pick(tl_vp *vp, int steal, int from_sched);
+tlu_thread *tlu_sched_pick(tlu_vp *vp, int steal, int from_sched);
 /* Make t runnable. vp: the caller's VP or NULL (external). handoff: put t
  * in the next-to-run slot. */
-void tl_sched_ready(tl_vp *vp, tl_thread *t, int handoff);
+void tlu_sched_ready(tlu_vp *vp, tlu_thread *t, int handoff);
 /* Publish a newly created / newly ready thread on vp's deque. */
-void tl_sched_push_new(tl_vp *vp, tl_thread *t);
+void tlu_sched_push_new(tlu_vp *vp, tlu_thread *t);
 /* Any stealable or local work visible for vp (read-only probe). */
-int tl_sched_has_work(tl_vp *vp);
-void tl_sched_inbox_push(tl_vp *target, tl_thread *t);
+int tlu_sched_has_work(tlu_vp *vp);
+void tlu_sched_inbox_push(tlu_vp *target, tlu_thread *t);
 
 /* Wake an idle VP if work was published and nobody is looking for it. */
-static inline void tl_sched_notify(void)
+static inline void tlu_sched_notify(void)
 {
-    if (tl_rt.nvps == 1)
+    if (tlu_rt.nvps == 1)
         return;
-    tl_full_fence();
-    if (atomic_load_explicit(&tl_rt.nspinning, RLX) == 0 &&
-        atomic_load_explicit(&tl_rt.nsleeping, RLX) != 0) {
-        void tl_vp_wake_one(void);
-        tl_vp_wake_one();
+    tlu_full_fence();
+    if (atomic_load_explicit(&tlu_rt.nspinning, RLX) == 0 &&
+        atomic_load_explicit(&tlu_rt.nsleeping, RLX) != 0) {
+        void tlu_vp_wake_one(void);
+        tlu_vp_wake_one();
     }
 }
 
 /* ---- VPs (vp.c) ---------------------------------------------------- */
 
-int tl_vp_start_all(void);
-void tl_vp_stop_all(void);
-void tl_vp_wake_one(void);
-void tl_vp_wake(tl_vp *vp);
-void tl_vp_sched_entry(void *vp);
+/* The VP has been told to stop (tl_ult_set_active_vps): it must not pick
+ * new work; it forwards what it holds and sleeps. VP 0 never stops. */
+static inline int tlu_vp_must_stop(const tlu_vp *vp)
+{
+    return vp->id >= atomic_load_explicit(&tlu_rt.active, RLX);
+}
+/* An active VP other than vp for work a stopped VP gives away. */
+tlu_vp *tlu_vp_active_target(tlu_vp *vp);
+/* Wakes vp whether it sleeps idle or stopped (a stopped VP forwards what
+ * was pushed to it). */
+void tlu_vp_kick(tlu_vp *vp);
+
+int tlu_vp_start_all(void);
+void tlu_vp_stop_all(void);
+void tlu_vp_wake_one(void);
+void tlu_vp_wake(tlu_vp *vp);
+void tlu_vp_sched_entry(void *vp);
 /* Stack bounds and sanitizer identity of the calling kernel thread. */
-void tl_vp_init_kernel_context(tl_thread *t);
-uint64_t tl_now_ns(void);
+void tlu_vp_init_kernel_context(tlu_thread *t);
+uint64_t tlu_now_ns(void);
 
 /* ---- threads (thread.c) -------------------------------------------- */
 
-int tl_ult_create_internal(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
-                     unsigned ndeps, tl_thread *successor);
+int tlu_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
+                     unsigned ndeps, tlu_thread *successor);
 /* First dispatch: stack + initial context. */
-void tl_thread_prepare(tl_vp *vp, tl_thread *t);
-void tl_thread_post_exit(tl_vp *vp, tl_thread *t, int handoff);
-void tl_thread_post_join(tl_vp *vp, tl_thread *joiner, tl_thread *t);
-tl_thread *tl_desc_alloc(tl_vp *vp);
-void tl_desc_release(tl_vp *vp, tl_thread *t);
-void tl_desc_finalize(void);
-tl_thread *tl_thread_current(void);
+void tlu_thread_prepare(tlu_vp *vp, tlu_thread *t);
+void tlu_thread_post_exit(tlu_vp *vp, tlu_thread *t, int handoff);
+void tlu_thread_post_join(tlu_vp *vp, tlu_thread *joiner, tlu_thread *t);
+tlu_thread *tlu_desc_alloc(tlu_vp *vp);
+void tlu_desc_release(tlu_vp *vp, tlu_thread *t);
+void tlu_desc_finalize(void);
+tlu_thread *tlu_thread_current(void);
+
+/* ---- kernel-thread TLS identities (identity.c) ----------------------- */
+
+/* A kernel thread's TLS block (its thread pointer, the x86-64 fs base)
+ * that a ULT wears wherever it runs: the donor kernel thread sleeps in a
+ * raw futex wait and never touches it meanwhile. `worn` makes a block
+ * worn by one kernel thread at a time. */
+struct tl_ult_identity {
+    void *tcb;                  /* the thread pointer to load into fs */
+    _Atomic uint32_t worn;      /* 1 while a VP (or its lender) uses it */
+    _Atomic uint32_t returned;  /* run_as_self: futex word of the lender */
+    int returning;              /* run_as_self: its ULT has finished */
+    int donor;                  /* 1: a kernel thread of ours sleeps under it */
+    _Atomic uint32_t quit;      /* the donor's futex word */
+    pthread_t thread;
+};
+
+/* Makes vp wear next's identity (its own TLS when next has none). */
+void tlu_wear_slow(tlu_vp *vp, struct tl_ult_identity *want);
+static inline void tlu_wear(tlu_vp *vp, tlu_thread *next)
+{
+    if (TLU_UNLIKELY(next->ident != vp->worn))
+        tlu_wear_slow(vp, next->ident);
+}
+/* The calling kernel thread's thread pointer. */
+static inline void *tlu_read_tp(void)
+{
+#if defined(__x86_64__)
+    void *tp;
+    __asm__ volatile("movq %%fs:0, %0" : "=r"(tp));
+    return tp;
+#else
+    return NULL;
+#endif
+}
+void tlu_identity_init(void);
 
 /* ---- others --------------------------------------------------------- */
 
-void tl_tls_run_destructors(tl_thread *t);                      /* tls.c */
-void tl_dep_satisfy(tl_vp *vp, tl_thread *t);                   /* dep.c */
-void tl_dep_post_wait(tl_vp *vp, tl_thread *t);                 /* dep.c */
-void tl_timer_add(tl_vp *vp, tl_thread *t, uint64_t deadline);  /* sleep.c */
-int tl_timers_fire(tl_vp *vp, uint64_t now);                    /* sleep.c */
-uint64_t tl_timers_next(tl_vp *vp);                             /* sleep.c */
-void tl_wd_process(tl_vp *vp);                                  /* workdesc.c */
-void tl_wd_post_wait(tl_vp *vp, tl_thread *t, void *wd);        /* workdesc.c */
+void tlu_tls_run_destructors(tlu_thread *t);                      /* tls.c */
+void tlu_dep_satisfy(tlu_vp *vp, tlu_thread *t);                   /* dep.c */
+void tlu_dep_post_wait(tlu_vp *vp, tlu_thread *t);                 /* dep.c */
+void tlu_timer_add(tlu_vp *vp, tlu_thread *t, uint64_t deadline);  /* sleep.c */
+int tlu_timers_fire(tlu_vp *vp, uint64_t now);                    /* sleep.c */
+uint64_t tlu_timers_next(tlu_vp *vp);                             /* sleep.c */
+void tlu_wd_process(tlu_vp *vp);                                  /* workdesc.c */
+void tlu_wd_post_wait(tlu_vp *vp, tlu_thread *t, void *wd);        /* workdesc.c */
 
 /* Intrusive FIFO wait queue (under the primitive's spinlock). */
-static inline void tl_waitq_push(tl_thread **head, tl_thread **tail, tl_thread *t)
+static inline void tlu_waitq_push(tlu_thread **head, tlu_thread **tail, tlu_thread *t)
 {
     t->link = NULL;
     if (*tail)
@@ -560,9 +622,9 @@ static inline void tl_waitq_push(tl_thread **head, tl_thread **tail, tl_thread *
     *tail = t;
 }
 
-static inline tl_thread *tl_waitq_pop(tl_thread **head, tl_thread **tail)
+static inline tlu_thread *tlu_waitq_pop(tlu_thread **head, tlu_thread **tail)
 {
-    tl_thread *t = *head;
+    tlu_thread *t = *head;
     if (t) {
         *head = t->link;
         if (!*head)
@@ -577,7 +639,7 @@ static inline tl_thread *tl_waitq_pop(tl_thread **head, tl_thread **tail)
  * linker saves the whole AVX-512 state, about 3 KB, on the caller's
  * stack, too much for a small ULT stack). */
 #if defined(__x86_64__)
-static inline long tl_syscall4(long nr, long a, long b, long c, long d)
+static inline long tlu_syscall4(long nr, long a, long b, long c, long d)
 {
     long ret;
     register long r10 __asm__("r10") = d;
@@ -590,16 +652,16 @@ static inline long tl_syscall4(long nr, long a, long b, long c, long d)
 #else
 #include <unistd.h>
 #include <sys/syscall.h>
-static inline long tl_syscall4(long nr, long a, long b, long c, long d)
+static inline long tlu_syscall4(long nr, long a, long b, long c, long d)
 {
     return syscall(nr, a, b, c, d);
 }
 #endif
 
-static inline void tl_sched_yield_kernel(void)
+static inline void tlu_sched_yield_kernel(void)
 {
 #if defined(__x86_64__)
-    tl_syscall4(24 /* SYS_sched_yield */, 0, 0, 0, 0);
+    tlu_syscall4(24 /* SYS_sched_yield */, 0, 0, 0, 0);
 #else
     sched_yield();
 #endif
@@ -608,41 +670,41 @@ static inline void tl_sched_yield_kernel(void)
 /* Spinlock of the wait queues: held for a few instructions, and across
  * one context switch (released by POST_UNLOCK). Spins, then yields the
  * kernel thread in case the holder's VP was preempted. */
-static inline void tl_spin_lock(_Atomic uint32_t *l)
+static inline void tlu_spin_lock(_Atomic uint32_t *l)
 {
     for (unsigned n = 0;; n++) {
         if (!atomic_exchange_explicit(l, 1, ACQ))
             return;
         while (atomic_load_explicit(l, RLX)) {
-            tl_relax();
+            tl_cpu_relax();
             if (++n > 256) {
-                tl_sched_yield_kernel();
+                tlu_sched_yield_kernel();
                 n = 0;
             }
         }
     }
 }
 
-static inline void tl_spin_unlock(_Atomic uint32_t *l)
+static inline void tlu_spin_unlock(_Atomic uint32_t *l)
 {
     atomic_store_explicit(l, 0, REL);
 }
 
 /* The ULT running on the caller's kernel thread, with its VP. */
-static inline tl_thread *tl_self_ult(tl_vp **vpp)
+static inline tlu_thread *tlu_self_ult(tlu_vp **vpp)
 {
-    tl_vp *vp = tl_vp_self();
+    tlu_vp *vp = tlu_vp_self();
     *vpp = vp;
     return vp ? vp->current : NULL;
 }
 
-TL_COLD _Noreturn void tl_ult_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+TLU_COLD _Noreturn void tlu_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- inline scheduler paths ------------------------------------------ */
 
 /* ---- private run queue (owner only) -------------------------------- */
 
-static inline void tl_runq_push(tl_vp *vp, tl_thread *t)
+static inline void tlu_runq_push(tlu_vp *vp, tlu_thread *t)
 {
     t->link = NULL;
     if (vp->runq_tail)
@@ -653,9 +715,9 @@ static inline void tl_runq_push(tl_vp *vp, tl_thread *t)
     vp->runq_len++;
 }
 
-static inline tl_thread *tl_runq_pop(tl_vp *vp)
+static inline tlu_thread *tlu_runq_pop(tlu_vp *vp)
 {
-    tl_thread *t = vp->runq_head;
+    tlu_thread *t = vp->runq_head;
     if (t) {
         vp->runq_head = t->link;
         if (!vp->runq_head)
@@ -665,24 +727,24 @@ static inline tl_thread *tl_runq_pop(tl_vp *vp)
     return t;
 }
 
-void tl_sched_enqueue_yielder(tl_vp *vp, tl_thread *t);
+void tlu_sched_enqueue_yielder(tlu_vp *vp, tlu_thread *t);
 
 /* The post action, with the yield case inline: a yielder goes to the tail
  * of the private run queue unless another VP is idle. */
-static inline void tl_run_post_fast(tl_vp *vp)
+static inline void tlu_run_post_fast(tlu_vp *vp)
 {
-    if (TL_LIKELY(vp->post_kind == POST_YIELD) &&
-        (tl_rt.nvps == 1 || !(atomic_load_explicit(&tl_rt.nsleeping, RLX) |
-                              atomic_load_explicit(&tl_rt.nspinning, RLX)))) {
+    if (TLU_LIKELY(vp->post_kind == POST_YIELD) &&
+        (tlu_rt.nvps == 1 || !(atomic_load_explicit(&tlu_rt.nsleeping, RLX) |
+                              atomic_load_explicit(&tlu_rt.nspinning, RLX)))) {
         vp->post_kind = POST_NONE;
-        tl_thread *t = vp->post_thread;
+        tlu_thread *t = vp->post_thread;
         if (t->bound_vp < 0 || t->bound_vp == (int)vp->id) {
-            tl_runq_push(vp, t);
+            tlu_runq_push(vp, t);
             return;
         }
         vp->post_kind = POST_YIELD;
     }
-    tl_sched_run_post(vp);
+    tlu_sched_run_post(vp);
 }
 
 /* The switch: first dispatch of a new thread, stack checks of the
@@ -690,41 +752,42 @@ static inline void tl_run_post_fast(tl_vp *vp)
  * cur runs again. Always inlined, so that exit paths leave no return
  * address behind on the return-stack buffer. */
 
-static inline __attribute__((always_inline)) void tl_switch_to(tl_vp *vp, tl_thread *cur, tl_thread *next, int exiting)
+static inline __attribute__((always_inline)) void tlu_switch_to(tlu_vp *vp, tlu_thread *cur, tlu_thread *next, int exiting)
 {
     if (cur->flags & TF_CANARY) {
         /* one word at every switch, both when the thread exits */
-        if (TL_UNLIKELY(*(const uint64_t *)(const void *)cur->stack_lo != tl_rt.canary ||
-                        (exiting && !tl_stack_canary_ok(cur->stack_lo))))
-            tl_stack_overflow(cur, "canary overwritten");
-        if (TL_UNLIKELY(tl_current_sp() < cur->stack_lo + TL_CANARY_BYTES))
-            tl_stack_overflow(cur, "stack pointer below the stack");
+        if (TLU_UNLIKELY(*(const uint64_t *)(const void *)cur->stack_lo != tlu_rt.canary ||
+                        (exiting && !tlu_stack_canary_ok(cur->stack_lo))))
+            tlu_stack_overflow(cur, "canary overwritten");
+        if (TLU_UNLIKELY(tlu_current_sp() < cur->stack_lo + TLU_CANARY_BYTES))
+            tlu_stack_overflow(cur, "stack pointer below the stack");
     }
-    if (TL_UNLIKELY(next->state == TS_NEW))
-        tl_thread_prepare(vp, next);
-#ifdef TL_ULT_DEBUG
+    if (TLU_UNLIKELY(next->state == TS_NEW))
+        tlu_thread_prepare(vp, next);
+#ifdef TLU_DEBUG
     if (next->state == TS_RUNNING && !(next->flags & TF_SCHED))
-        tl_ult_die("debug: dispatching running thread %p on VP %u", (void *)next, vp->id);
+        tlu_die("debug: dispatching running thread %p on VP %u", (void *)next, vp->id);
 #endif
     next->state = TS_RUNNING;
     next->vp = vp;
     vp->current = (next->flags & TF_SCHED) ? NULL : next;
-    tl_san_start_switch(cur, next, exiting);
-    tl_ctx_jump(&cur->ctx, &next->ctx);
+    tlu_wear(vp, next);
+    tlu_san_start_switch(cur, next, exiting);
+    tlu_ctx_jump(&cur->ctx, &next->ctx);
     /* resumed, possibly on another VP */
-    tl_san_finish_switch(cur);
+    tlu_san_finish_switch(cur);
     vp = cur->vp;
     if (vp->post_kind)
-        tl_run_post_fast(vp);
+        tlu_run_post_fast(vp);
 }
 
 
-static inline void tl_slowpath(struct tl_vp *vp, void (*fn)(void *), void *arg)
+static inline void tlu_slowpath(struct tlu_vp *vp, void (*fn)(void *), void *arg)
 {
-#if TL_ULT_CTX_ASM && !TL_ULT_ASAN && !TL_ULT_TSAN
+#if TLU_CTX_ASM && !TLU_ASAN && !TLU_TSAN
     if (vp && vp->current && !vp->in_slowpath) {
         vp->in_slowpath = 1;
-        tl_ctx_call_on((char *)vp->sched.ctx.sp - 256, fn, arg);
+        tlu_ctx_call_on((char *)vp->sched.ctx.sp - 256, fn, arg);
         vp->in_slowpath = 0;
         return;
     }

@@ -15,9 +15,9 @@
 #include <errno.h>
 #include <time.h>
 
-static void heap_up(struct tl_timer *h, size_t i)
+static void heap_up(struct tlu_timer *h, size_t i)
 {
-    struct tl_timer x = h[i];
+    struct tlu_timer x = h[i];
     while (i > 0) {
         size_t p = (i - 1) / 2;
         if (h[p].deadline <= x.deadline)
@@ -28,9 +28,9 @@ static void heap_up(struct tl_timer *h, size_t i)
     h[i] = x;
 }
 
-static void heap_down(struct tl_timer *h, size_t n, size_t i)
+static void heap_down(struct tlu_timer *h, size_t n, size_t i)
 {
-    struct tl_timer x = h[i];
+    struct tlu_timer x = h[i];
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= n)
@@ -47,35 +47,35 @@ static void heap_down(struct tl_timer *h, size_t n, size_t i)
 
 static void timers_grow(void *arg)
 {
-    tl_vp *vp = arg;
+    tlu_vp *vp = arg;
     size_t cap = vp->timers_cap ? 2 * vp->timers_cap : 64;
-    struct tl_timer *n = realloc(vp->timers, cap * sizeof *n);
+    struct tlu_timer *n = realloc(vp->timers, cap * sizeof *n);
     if (!n)
-        tl_ult_die("threadlab-ult: out of memory for a sleep timer");
+        tlu_die("threadlab-ult: out of memory for a sleep timer");
     vp->timers = n;
     vp->timers_cap = cap;
 }
 
-void tl_timer_add(tl_vp *vp, tl_thread *t, uint64_t deadline)
+void tlu_timer_add(tlu_vp *vp, tlu_thread *t, uint64_t deadline)
 {
     if (vp->ntimers == vp->timers_cap)
-        tl_slowpath(vp, timers_grow, vp);
+        tlu_slowpath(vp, timers_grow, vp);
     vp->timers[vp->ntimers].deadline = deadline;
     vp->timers[vp->ntimers].t = t;
     heap_up(vp->timers, vp->ntimers++);
 }
 
-uint64_t tl_timers_next(tl_vp *vp)
+uint64_t tlu_timers_next(tlu_vp *vp)
 {
     return vp->ntimers ? vp->timers[0].deadline : UINT64_MAX;
 }
 
-int tl_timers_fire(tl_vp *vp, uint64_t now)
+int tlu_timers_fire(tlu_vp *vp, uint64_t now)
 {
     int n = 0;
-    tl_thread *due = NULL; /* latest deadline first */
+    tlu_thread *due = NULL; /* latest deadline first */
     while (vp->ntimers && vp->timers[0].deadline <= now) {
-        tl_thread *t = vp->timers[0].t;
+        tlu_thread *t = vp->timers[0].t;
         vp->timers[0] = vp->timers[--vp->ntimers];
         if (vp->ntimers)
             heap_down(vp->timers, vp->ntimers, 0);
@@ -86,9 +86,9 @@ int tl_timers_fire(tl_vp *vp, uint64_t now)
     /* the owner takes its deque LIFO: push the earliest deadline last so
      * that sleepers due together run in deadline order */
     while (due) {
-        tl_thread *next = due->link;
+        tlu_thread *next = due->link;
         due->link = NULL;
-        tl_sched_ready(vp, due, 0);
+        tlu_sched_ready(vp, due, 0);
         due = next;
     }
     return n;
@@ -96,8 +96,8 @@ int tl_timers_fire(tl_vp *vp, uint64_t now)
 
 int tl_ult_sleep_ns(uint64_t ns)
 {
-    tl_vp *vp;
-    tl_thread *cur = tl_self_ult(&vp);
+    tlu_vp *vp;
+    tlu_thread *cur = tlu_self_ult(&vp);
     if (!cur) {
         struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -108,8 +108,8 @@ int tl_ult_sleep_ns(uint64_t ns)
         tl_ult_yield();
         return 0;
     }
-    uint64_t deadline = tl_now_ns() + ns;
-    tl_sched_park(cur, POST_SLEEP, (void *)(uintptr_t)deadline);
+    uint64_t deadline = tlu_now_ns() + ns;
+    tlu_sched_park(cur, POST_SLEEP, (void *)(uintptr_t)deadline);
     return 0;
 }
 

@@ -15,9 +15,9 @@
  * VMAs: about 32K guarded stacks per process by default. The runtime
  * keeps (vm.max_map_count - 8192) / 2 as its budget, leaving mappings for
  * the rest of the process; past it (or if mprotect fails) a slot gets the
- * canary only and tl_rt.guard_fallbacks counts it.
+ * canary only and tlu_rt.guard_fallbacks counts it.
  *
- * Canary. The lowest TL_CANARY_BYTES of every stack hold a value derived
+ * Canary. The lowest TLU_CANARY_BYTES of every stack hold a value derived
  * from a per-process secret and the address; the scheduler checks it (and
  * that the stack pointer is above it) whenever a ULT switches out or
  * exits. It detects an overflow after the fact, at the next switch, unless
@@ -42,17 +42,17 @@ static size_t round_up(size_t x, size_t to)
     return (x + to - 1) / to * to;
 }
 
-tl_stack_pool *tl_stack_pool_for(size_t size, int *err)
+tlu_stack_pool *tlu_stack_pool_for(size_t size, int *err)
 {
-    int guard = tl_rt.cfg.stack_mode == TL_ULT_STACK_GUARD;
-    if (size < TL_STACK_MIN || size > TL_STACK_MAX) {
+    int guard = tlu_rt.cfg.stack_mode == TL_ULT_STACK_GUARD;
+    if (size < TLU_STACK_MIN || size > TLU_STACK_MAX) {
         *err = EINVAL;
         return NULL;
     }
-    size_t usable = guard ? round_up(size, tl_rt.page) : round_up(size, 256);
-    pthread_mutex_lock(&tl_rt.lock);
-    tl_stack_pool *p;
-    for (p = tl_rt.pools; p; p = p->next)
+    size_t usable = guard ? round_up(size, tlu_rt.page) : round_up(size, 256);
+    pthread_mutex_lock(&tlu_rt.lock);
+    tlu_stack_pool *p;
+    for (p = tlu_rt.pools; p; p = p->next)
         if (p->usable == usable)
             break;
     if (!p) {
@@ -60,12 +60,12 @@ tl_stack_pool *tl_stack_pool_for(size_t size, int *err)
         if (p) {
             p->usable = usable;
             p->guard = guard;
-            p->slot = usable + (guard ? tl_rt.page : 0);
-            p->next = tl_rt.pools;
-            tl_rt.pools = p;
+            p->slot = usable + (guard ? tlu_rt.page : 0);
+            p->next = tlu_rt.pools;
+            tlu_rt.pools = p;
         }
     }
-    pthread_mutex_unlock(&tl_rt.lock);
+    pthread_mutex_unlock(&tlu_rt.lock);
     if (!p)
         *err = ENOMEM;
     return p;
@@ -73,21 +73,21 @@ tl_stack_pool *tl_stack_pool_for(size_t size, int *err)
 
 static int record_chunk(void *addr, size_t len)
 {
-    if (tl_rt.nchunks + 2 > tl_rt.chunks_cap) {
-        size_t cap = tl_rt.chunks_cap ? 2 * tl_rt.chunks_cap : 64;
-        void **n = realloc(tl_rt.chunks, cap * sizeof *n);
+    if (tlu_rt.nchunks + 2 > tlu_rt.chunks_cap) {
+        size_t cap = tlu_rt.chunks_cap ? 2 * tlu_rt.chunks_cap : 64;
+        void **n = realloc(tlu_rt.chunks, cap * sizeof *n);
         if (!n)
             return ENOMEM;
-        tl_rt.chunks = n;
-        tl_rt.chunks_cap = cap;
+        tlu_rt.chunks = n;
+        tlu_rt.chunks_cap = cap;
     }
-    tl_rt.chunks[tl_rt.nchunks++] = addr;
-    tl_rt.chunks[tl_rt.nchunks++] = (void *)len;
+    tlu_rt.chunks[tlu_rt.nchunks++] = addr;
+    tlu_rt.chunks[tlu_rt.nchunks++] = (void *)len;
     return 0;
 }
 
-/* Under tl_rt.lock: one slot from the pool's global list or a chunk. */
-static char *pool_take(tl_stack_pool *p)
+/* Under tlu_rt.lock: one slot from the pool's global list or a chunk. */
+static char *pool_take(tlu_stack_pool *p)
 {
     if (p->free) {
         char *lo = p->free;
@@ -99,7 +99,7 @@ static char *pool_take(tl_stack_pool *p)
         size_t nslots = CHUNK_TARGET / p->slot;
         if (nslots == 0)
             nslots = 1;
-        size_t len = round_up(nslots * p->slot, tl_rt.page);
+        size_t len = round_up(nslots * p->slot, tlu_rt.page);
         void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
         if (m == MAP_FAILED)
@@ -110,36 +110,36 @@ static char *pool_take(tl_stack_pool *p)
         }
         p->carve = m;
         p->carve_end = (char *)m + nslots * p->slot;
-        tl_rt.stack_bytes += len;
+        tlu_rt.stack_bytes += len;
     }
     char *slot = p->carve;
     p->carve += p->slot;
-    tl_rt.stack_slots++;
+    tlu_rt.stack_slots++;
     if (p->guard) {
         /* each guard page costs a VMA: stay well below vm.max_map_count,
          * or every later mmap of the process (malloc, thread stacks, our
          * own chunks) would fail */
-        if (tl_rt.guarded < tl_rt.guard_budget && mprotect(slot, tl_rt.page, PROT_NONE) == 0)
-            tl_rt.guarded++;
+        if (tlu_rt.guarded < tlu_rt.guard_budget && mprotect(slot, tlu_rt.page, PROT_NONE) == 0)
+            tlu_rt.guarded++;
         else
-            atomic_fetch_add_explicit(&tl_rt.guard_fallbacks, 1, RLX);
-        return slot + tl_rt.page;
+            atomic_fetch_add_explicit(&tlu_rt.guard_fallbacks, 1, RLX);
+        return slot + tlu_rt.page;
     }
     return slot;
 }
 
-static struct tl_stack_cache *cache_of(tl_vp *vp, tl_stack_pool *p)
+static struct tlu_stack_cache *cache_of(tlu_vp *vp, tlu_stack_pool *p)
 {
-    for (int i = 0; i < TL_STACK_CACHE_WAYS; i++)
+    for (int i = 0; i < TLU_STACK_CACHE_WAYS; i++)
         if (vp->scache[i].pool == p)
             return &vp->scache[i];
     /* evict the way with the fewest stacks */
-    struct tl_stack_cache *c = &vp->scache[0];
-    for (int i = 1; i < TL_STACK_CACHE_WAYS; i++)
+    struct tlu_stack_cache *c = &vp->scache[0];
+    for (int i = 1; i < TLU_STACK_CACHE_WAYS; i++)
         if (vp->scache[i].n < c->n)
             c = &vp->scache[i];
     if (c->pool && c->head) {
-        pthread_mutex_lock(&tl_rt.lock);
+        pthread_mutex_lock(&tlu_rt.lock);
         while (c->head) {
             char *lo = c->head;
             c->head = *(void **)(lo + c->pool->usable - sizeof(void *));
@@ -147,7 +147,7 @@ static struct tl_stack_cache *cache_of(tl_vp *vp, tl_stack_pool *p)
             c->pool->free = lo;
             c->pool->nfree++;
         }
-        pthread_mutex_unlock(&tl_rt.lock);
+        pthread_mutex_unlock(&tlu_rt.lock);
     }
     c->pool = p;
     c->head = NULL;
@@ -156,8 +156,8 @@ static struct tl_stack_cache *cache_of(tl_vp *vp, tl_stack_pool *p)
 }
 
 struct refill {
-    tl_vp *vp;
-    tl_stack_pool *pool;
+    tlu_vp *vp;
+    tlu_stack_pool *pool;
     char *lo;
 };
 
@@ -166,9 +166,9 @@ struct refill {
 static void stack_refill(void *arg)
 {
     struct refill *r = arg;
-    tl_stack_pool *p = r->pool;
-    struct tl_stack_cache *c = cache_of(r->vp, p);
-    pthread_mutex_lock(&tl_rt.lock);
+    tlu_stack_pool *p = r->pool;
+    struct tlu_stack_cache *c = cache_of(r->vp, p);
+    pthread_mutex_lock(&tlu_rt.lock);
     char *lo = pool_take(p);
     /* take a few more at once: fewer trips to the global lock */
     for (int i = 0; lo && i < 8 && p->free; i++) {
@@ -177,41 +177,41 @@ static void stack_refill(void *arg)
         c->head = x;
         c->n++;
     }
-    pthread_mutex_unlock(&tl_rt.lock);
+    pthread_mutex_unlock(&tlu_rt.lock);
     if (!lo)
-        tl_ult_die("threadlab-ult: cannot map a %zu-byte stack: %s", p->slot, strerror(errno));
+        tlu_die("threadlab-ult: cannot map a %zu-byte stack: %s", p->slot, strerror(errno));
     r->lo = lo;
 }
 
-char *tl_stack_get(tl_vp *vp, tl_stack_pool *p)
+char *tlu_stack_get(tlu_vp *vp, tlu_stack_pool *p)
 {
-    struct tl_stack_cache *c = cache_of(vp, p);
+    struct tlu_stack_cache *c = cache_of(vp, p);
     char *lo = c->head;
-    if (TL_LIKELY(lo)) {
+    if (TLU_LIKELY(lo)) {
         c->head = *(void **)(lo + p->usable - sizeof(void *));
         c->n--;
     } else {
         struct refill r = {vp, p, NULL};
-        tl_slowpath(vp, stack_refill, &r);
+        tlu_slowpath(vp, stack_refill, &r);
         lo = r.lo;
     }
-    if (tl_stack_needs_canary(p))
-        tl_stack_write_canary(lo);
+    if (tlu_stack_needs_canary(p))
+        tlu_stack_write_canary(lo);
     return lo;
 }
 
-void tl_stack_put(tl_vp *vp, tl_stack_pool *p, char *lo)
+void tlu_stack_put(tlu_vp *vp, tlu_stack_pool *p, char *lo)
 {
-#if TL_ULT_ASAN
+#if TLU_ASAN
     /* frames that never returned (the exit path) left poisoned redzones */
     ASAN_UNPOISON_MEMORY_REGION(lo, p->usable);
 #endif
-    struct tl_stack_cache *c = cache_of(vp, p);
+    struct tlu_stack_cache *c = cache_of(vp, p);
     *(void **)(lo + p->usable - sizeof(void *)) = c->head;
     c->head = lo;
-    if (TL_UNLIKELY(++c->n > TL_STACK_CACHE_MAX)) {
-        pthread_mutex_lock(&tl_rt.lock);
-        while (c->n > TL_STACK_CACHE_MAX / 2) {
+    if (TLU_UNLIKELY(++c->n > TLU_STACK_CACHE_MAX)) {
+        pthread_mutex_lock(&tlu_rt.lock);
+        while (c->n > TLU_STACK_CACHE_MAX / 2) {
             char *x = c->head;
             c->head = *(void **)(x + p->usable - sizeof(void *));
             c->n--;
@@ -219,38 +219,38 @@ void tl_stack_put(tl_vp *vp, tl_stack_pool *p, char *lo)
             p->free = x;
             p->nfree++;
         }
-        pthread_mutex_unlock(&tl_rt.lock);
+        pthread_mutex_unlock(&tlu_rt.lock);
     }
 }
 
-void tl_stack_flush_cache(tl_vp *vp)
+void tlu_stack_flush_cache(tlu_vp *vp)
 {
-    for (int i = 0; i < TL_STACK_CACHE_WAYS; i++) {
+    for (int i = 0; i < TLU_STACK_CACHE_WAYS; i++) {
         vp->scache[i].pool = NULL;
         vp->scache[i].head = NULL;
         vp->scache[i].n = 0;
     }
 }
 
-void tl_stack_finalize(void)
+void tlu_stack_finalize(void)
 {
-    for (size_t i = 0; i < tl_rt.nchunks; i += 2)
-        munmap(tl_rt.chunks[i], (size_t)tl_rt.chunks[i + 1]);
-    free(tl_rt.chunks);
-    tl_rt.chunks = NULL;
-    tl_rt.nchunks = tl_rt.chunks_cap = 0;
-    while (tl_rt.pools) {
-        tl_stack_pool *p = tl_rt.pools;
-        tl_rt.pools = p->next;
+    for (size_t i = 0; i < tlu_rt.nchunks; i += 2)
+        munmap(tlu_rt.chunks[i], (size_t)tlu_rt.chunks[i + 1]);
+    free(tlu_rt.chunks);
+    tlu_rt.chunks = NULL;
+    tlu_rt.nchunks = tlu_rt.chunks_cap = 0;
+    while (tlu_rt.pools) {
+        tlu_stack_pool *p = tlu_rt.pools;
+        tlu_rt.pools = p->next;
         free(p);
     }
 }
 
 /* ---- overflow reporting ------------------------------------------- */
 
-TL_COLD _Noreturn void tl_stack_overflow(tl_thread *t, const char *how)
+TLU_COLD _Noreturn void tlu_stack_overflow(tlu_thread *t, const char *how)
 {
-    tl_ult_die("threadlab-ult: stack overflow in user-level thread %p (%s; stack %p, %u bytes)",
+    tlu_die("threadlab-ult: stack overflow in user-level thread %p (%s; stack %p, %u bytes)",
            (void *)t, how, (void *)t->stack_lo, (unsigned)t->stack_size);
 }
 
@@ -274,10 +274,10 @@ static size_t fmt_hex(char *out, uintptr_t v)
 
 static void segv_handler(int sig, siginfo_t *si, void *uctx)
 {
-    tl_vp *vp = tl_vp_self();
-    tl_thread *t = vp ? vp->current : NULL;
+    tlu_vp *vp = tlu_vp_self();
+    tlu_thread *t = vp ? vp->current : NULL;
     char *addr = si->si_addr;
-    if (t && t->stack_lo && addr >= t->stack_lo - tl_rt.page && addr < t->stack_lo) {
+    if (t && t->stack_lo && addr >= t->stack_lo - tlu_rt.page && addr < t->stack_lo) {
         char msg[160];
         size_t n = 0;
         static const char a[] = "threadlab-ult: stack overflow in user-level thread ";
@@ -310,7 +310,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uctx)
     signal(SIGSEGV, SIG_DFL);
 }
 
-int tl_stack_install_handler(void)
+int tlu_stack_install_handler(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -323,7 +323,7 @@ int tl_stack_install_handler(void)
     return 0;
 }
 
-void tl_stack_remove_handler(void)
+void tlu_stack_remove_handler(void)
 {
     if (handler_installed) {
         sigaction(SIGSEGV, &old_segv, NULL);
@@ -335,7 +335,7 @@ void tl_stack_remove_handler(void)
 
 /* The SIGSEGV of an overflow must be handled on another stack: give the
  * calling kernel thread an alternate signal stack unless it has one. */
-int tl_stack_altstack_enter(void **mem)
+int tlu_stack_altstack_enter(void **mem)
 {
     stack_t old;
     *mem = NULL;
@@ -353,7 +353,7 @@ int tl_stack_altstack_enter(void **mem)
     return 0;
 }
 
-void tl_stack_altstack_leave(void *mem)
+void tlu_stack_altstack_leave(void *mem)
 {
     if (!mem)
         return;

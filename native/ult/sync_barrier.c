@@ -26,34 +26,34 @@ int tl_ult_barrier_init(tl_ult_barrier *b, unsigned count)
 
 int tl_ult_barrier_destroy(tl_ult_barrier *b)
 {
-    tl_spin_lock(&b->qlock);
+    tlu_spin_lock(&b->qlock);
     int busy = b->arrived != 0;
-    tl_spin_unlock(&b->qlock);
+    tlu_spin_unlock(&b->qlock);
     return busy ? EBUSY : 0;
 }
 
 int tl_ult_barrier_wait(tl_ult_barrier *b)
 {
-    tl_vp *vp;
-    tl_thread *cur = tl_self_ult(&vp);
+    tlu_vp *vp;
+    tlu_thread *cur = tlu_self_ult(&vp);
     if (!cur)
         return -EPERM;
-    tl_spin_lock(&b->qlock);
+    tlu_spin_lock(&b->qlock);
     if (++b->arrived == b->count) {
-        tl_thread *l = b->head;
+        tlu_thread *l = b->head;
         b->head = b->tail = NULL;
         b->arrived = 0;
         b->generation++;
-        tl_spin_unlock(&b->qlock);
+        tlu_spin_unlock(&b->qlock);
         while (l) {
-            tl_thread *n = l->link;
+            tlu_thread *n = l->link;
             l->link = NULL;
-            tl_sched_ready(vp, l, 0);
+            tlu_sched_ready(vp, l, 0);
             l = n;
         }
         return TL_ULT_BARRIER_SERIAL_THREAD;
     }
-    tl_waitq_push(&b->head, &b->tail, cur);
-    tl_sched_park(cur, POST_UNLOCK, &b->qlock);
+    tlu_waitq_push(&b->head, &b->tail, cur);
+    tlu_sched_park(cur, POST_UNLOCK, &b->qlock);
     return 0;
 }

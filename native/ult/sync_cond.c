@@ -21,46 +21,46 @@ int tl_ult_cond_init(tl_ult_cond *c)
 
 int tl_ult_cond_destroy(tl_ult_cond *c)
 {
-    tl_spin_lock(&c->qlock);
+    tlu_spin_lock(&c->qlock);
     int busy = c->head != NULL;
-    tl_spin_unlock(&c->qlock);
+    tlu_spin_unlock(&c->qlock);
     return busy ? EBUSY : 0;
 }
 
 int tl_ult_cond_wait(tl_ult_cond *c, tl_ult_mutex *m)
 {
-    tl_vp *vp;
-    tl_thread *cur = tl_self_ult(&vp);
+    tlu_vp *vp;
+    tlu_thread *cur = tlu_self_ult(&vp);
     if (!cur)
         return EPERM;
-    tl_spin_lock(&c->qlock);
-    tl_waitq_push(&c->head, &c->tail, cur);
+    tlu_spin_lock(&c->qlock);
+    tlu_waitq_push(&c->head, &c->tail, cur);
     tl_ult_mutex_unlock(m);
-    tl_sched_park(cur, POST_UNLOCK, &c->qlock);
+    tlu_sched_park(cur, POST_UNLOCK, &c->qlock);
     return tl_ult_mutex_lock(m);
 }
 
 int tl_ult_cond_signal(tl_ult_cond *c)
 {
-    tl_spin_lock(&c->qlock);
-    tl_thread *t = tl_waitq_pop(&c->head, &c->tail);
-    tl_spin_unlock(&c->qlock);
+    tlu_spin_lock(&c->qlock);
+    tlu_thread *t = tlu_waitq_pop(&c->head, &c->tail);
+    tlu_spin_unlock(&c->qlock);
     if (t)
-        tl_sched_ready(tl_vp_self(), t, 1);
+        tlu_sched_ready(tlu_vp_self(), t, 1);
     return 0;
 }
 
 int tl_ult_cond_broadcast(tl_ult_cond *c)
 {
-    tl_spin_lock(&c->qlock);
-    tl_thread *l = c->head;
+    tlu_spin_lock(&c->qlock);
+    tlu_thread *l = c->head;
     c->head = c->tail = NULL;
-    tl_spin_unlock(&c->qlock);
-    tl_vp *vp = l ? tl_vp_self() : NULL;
+    tlu_spin_unlock(&c->qlock);
+    tlu_vp *vp = l ? tlu_vp_self() : NULL;
     while (l) {
-        tl_thread *n = l->link;
+        tlu_thread *n = l->link;
         l->link = NULL;
-        tl_sched_ready(vp, l, 0);
+        tlu_sched_ready(vp, l, 0);
         l = n;
     }
     return 0;

@@ -36,14 +36,14 @@ int tl_ult_mutex_trylock(tl_ult_mutex *m)
 
 static TL_NOINLINE int mutex_lock_slow(tl_ult_mutex *m)
 {
-    tl_vp *vp;
-    tl_thread *cur = tl_self_ult(&vp);
+    tlu_vp *vp;
+    tlu_thread *cur = tlu_self_ult(&vp);
     /* Spinning helps only when the holder can be running on another VP:
      * with one VP it runs only after this thread parks (measured by
      * threads.mutex_pingpong: 900 ns per handoff with the spin, 60 without). */
-    int spins = cur && tl_rt.nvps == 1 ? 0 : 64;
+    int spins = cur && tlu_rt.nvps == 1 ? 0 : 64;
     for (int i = 0; i < spins; i++) {
-        tl_relax();
+        tl_cpu_relax();
         uint32_t z = 0;
         if (atomic_load_explicit(&m->state, RLX) == 0 &&
             atomic_compare_exchange_strong_explicit(&m->state, &z, 1, ACQ, RLX))
@@ -52,36 +52,36 @@ static TL_NOINLINE int mutex_lock_slow(tl_ult_mutex *m)
     if (!cur)
         return EPERM;
     for (;;) {
-        tl_spin_lock(&m->qlock);
+        tlu_spin_lock(&m->qlock);
         if (atomic_exchange_explicit(&m->state, 2, ACQ) == 0) {
-            tl_spin_unlock(&m->qlock);
+            tlu_spin_unlock(&m->qlock);
             return 0;
         }
-        tl_waitq_push(&m->head, &m->tail, cur);
-        tl_sched_park(cur, POST_UNLOCK, &m->qlock);
+        tlu_waitq_push(&m->head, &m->tail, cur);
+        tlu_sched_park(cur, POST_UNLOCK, &m->qlock);
     }
 }
 
 int tl_ult_mutex_lock(tl_ult_mutex *m)
 {
     uint32_t z = 0;
-    if (TL_LIKELY(atomic_compare_exchange_strong_explicit(&m->state, &z, 1, ACQ, RLX)))
+    if (TLU_LIKELY(atomic_compare_exchange_strong_explicit(&m->state, &z, 1, ACQ, RLX)))
         return 0;
     return mutex_lock_slow(m);
 }
 
 static TL_NOINLINE void mutex_wake(tl_ult_mutex *m)
 {
-    tl_spin_lock(&m->qlock);
-    tl_thread *t = tl_waitq_pop(&m->head, &m->tail);
-    tl_spin_unlock(&m->qlock);
+    tlu_spin_lock(&m->qlock);
+    tlu_thread *t = tlu_waitq_pop(&m->head, &m->tail);
+    tlu_spin_unlock(&m->qlock);
     if (t)
-        tl_sched_ready(tl_vp_self(), t, 1);
+        tlu_sched_ready(tlu_vp_self(), t, 1);
 }
 
 int tl_ult_mutex_unlock(tl_ult_mutex *m)
 {
-    if (TL_LIKELY(atomic_exchange_explicit(&m->state, 0, REL) == 1))
+    if (TLU_LIKELY(atomic_exchange_explicit(&m->state, 0, REL) == 1))
         return 0;
     mutex_wake(m);
     return 0;

@@ -24,9 +24,9 @@ int tl_ult_sem_init(tl_ult_sem *s, int64_t value)
 
 int tl_ult_sem_destroy(tl_ult_sem *s)
 {
-    tl_spin_lock(&s->qlock);
+    tlu_spin_lock(&s->qlock);
     int busy = s->head != NULL;
-    tl_spin_unlock(&s->qlock);
+    tlu_spin_unlock(&s->qlock);
     return busy ? EBUSY : 0;
 }
 
@@ -46,31 +46,31 @@ int tl_ult_sem_trywait(tl_ult_sem *s)
 
 int tl_ult_sem_wait(tl_ult_sem *s)
 {
-    if (TL_LIKELY(try_dec(s)))
+    if (TLU_LIKELY(try_dec(s)))
         return 0;
-    tl_vp *vp;
-    tl_thread *cur = tl_self_ult(&vp);
+    tlu_vp *vp;
+    tlu_thread *cur = tlu_self_ult(&vp);
     if (!cur)
         return EPERM;
-    tl_spin_lock(&s->qlock);
+    tlu_spin_lock(&s->qlock);
     if (try_dec(s)) {
-        tl_spin_unlock(&s->qlock);
+        tlu_spin_unlock(&s->qlock);
         return 0;
     }
-    tl_waitq_push(&s->head, &s->tail, cur);
-    tl_sched_park(cur, POST_UNLOCK, &s->qlock);
+    tlu_waitq_push(&s->head, &s->tail, cur);
+    tlu_sched_park(cur, POST_UNLOCK, &s->qlock);
     return 0; /* the poster handed us its unit */
 }
 
 int tl_ult_sem_post(tl_ult_sem *s)
 {
-    tl_spin_lock(&s->qlock);
-    tl_thread *t = tl_waitq_pop(&s->head, &s->tail);
+    tlu_spin_lock(&s->qlock);
+    tlu_thread *t = tlu_waitq_pop(&s->head, &s->tail);
     if (!t)
         atomic_fetch_add_explicit(&s->count, 1, REL);
-    tl_spin_unlock(&s->qlock);
+    tlu_spin_unlock(&s->qlock);
     if (t)
-        tl_sched_ready(tl_vp_self(), t, 1);
+        tlu_sched_ready(tlu_vp_self(), t, 1);
     return 0;
 }
 

@@ -41,8 +41,8 @@ int tl_ult_key_delete(tl_ult_key_t key)
 
 int tl_ult_setspecific(tl_ult_key_t key, const void *value)
 {
-    tl_vp *vp;
-    tl_thread *cur = tl_self_ult(&vp);
+    tlu_vp *vp;
+    tlu_thread *cur = tlu_self_ult(&vp);
     if (!cur)
         return EPERM;
     if (key >= TL_ULT_KEYS_MAX)
@@ -60,14 +60,14 @@ int tl_ult_setspecific(tl_ult_key_t key, const void *value)
 
 void *tl_ult_getspecific(tl_ult_key_t key)
 {
-    tl_vp *vp;
-    tl_thread *cur = tl_self_ult(&vp);
+    tlu_vp *vp;
+    tlu_thread *cur = tlu_self_ult(&vp);
     if (!cur || !cur->tls || key >= TL_ULT_KEYS_MAX)
         return NULL;
     return cur->tls[key];
 }
 
-void tl_tls_run_destructors(tl_thread *t)
+void tlu_tls_run_destructors(tlu_thread *t)
 {
     for (int round = 0; round < 4; round++) {
         int again = 0;

@@ -4,13 +4,13 @@
  *
  * Idle protocol (after Go's findrunnable/wakep):
  *  1. A VP that finds nothing to run spins for cfg.spin_us, polling the
- *     queues (its own, then stealing), counted in tl_rt.nspinning; at most
+ *     queues (its own, then stealing), counted in tlu_rt.nspinning; at most
  *     half the VPs spin at once.
  *  2. Then it sleeps: it reads its futex word wake_seq, stores
- *     state = SLEEPING and increments tl_rt.nsleeping (seq_cst), checks all
+ *     state = SLEEPING and increments tlu_rt.nsleeping (seq_cst), checks all
  *     queues once more, and calls futex_wait(wake_seq, seen) with a timeout
  *     at its earliest timer.
- *  3. Whoever publishes work (tl_sched_notify after a push; a full fence
+ *  3. Whoever publishes work (tlu_sched_notify after a push; a full fence
  *     orders the push before reading the counters) wakes one sleeper if no
  *     VP is spinning: it claims a SLEEPING VP with a CAS to RUNNING, bumps
  *     its wake_seq and futex_wakes it. Pushing to a specific VP's inbox
@@ -31,23 +31,23 @@
 #include <time.h>
 #include <unistd.h>
 
-__thread tl_vp *tl_tls_vp __attribute__((tls_model("initial-exec")));
+__thread tlu_vp *tlu_tls_vp __attribute__((tls_model("initial-exec")));
 
 /* Not inlinable and not pure (the asm): a compiler must not reuse the
  * value, or the address of the TLS block, across a context switch. */
-TL_NOINLINE tl_vp *tl_vp_self(void)
+TL_NOINLINE tlu_vp *tlu_vp_self(void)
 {
-    tl_vp *vp = tl_tls_vp;
+    tlu_vp *vp = tlu_tls_vp;
     __asm__ volatile("" : "+r"(vp));
     return vp;
 }
 
-void tl_vp_set_self(tl_vp *vp)
+void tlu_vp_set_self(tlu_vp *vp)
 {
-    tl_tls_vp = vp;
+    tlu_tls_vp = vp;
 }
 
-uint64_t tl_now_ns(void)
+uint64_t tlu_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -62,69 +62,103 @@ static void futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t timeout_ns
         ts.tv_nsec = (long)(timeout_ns % 1000000000u);
         tsp = &ts;
     }
-    tl_syscall4(SYS_futex, (long)(uintptr_t)addr, FUTEX_WAIT_PRIVATE, (long)val, (long)(uintptr_t)tsp);
+    tlu_syscall4(SYS_futex, (long)(uintptr_t)addr, FUTEX_WAIT_PRIVATE, (long)val, (long)(uintptr_t)tsp);
 }
 
 static void futex_wake(_Atomic uint32_t *addr, int n)
 {
-    tl_syscall4(SYS_futex, (long)(uintptr_t)addr, FUTEX_WAKE_PRIVATE, n, 0);
+    tlu_syscall4(SYS_futex, (long)(uintptr_t)addr, FUTEX_WAKE_PRIVATE, n, 0);
 }
 
 /* Claims vp if it sleeps; returns 1 if this call woke it. */
-static int wake_if_sleeping(tl_vp *vp)
+static int wake_if_sleeping(tlu_vp *vp)
 {
     uint32_t s = VP_SLEEPING;
     if (atomic_load_explicit(&vp->state, RLX) != VP_SLEEPING ||
         !atomic_compare_exchange_strong_explicit(&vp->state, &s, VP_RUNNING, SEQ, RLX))
         return 0;
-    atomic_fetch_sub_explicit(&tl_rt.nsleeping, 1, RLX);
+    atomic_fetch_sub_explicit(&tlu_rt.nsleeping, 1, RLX);
     atomic_fetch_add_explicit(&vp->wake_seq, 1, SEQ);
     futex_wake(&vp->wake_seq, 1);
     return 1;
 }
 
-void tl_vp_wake(tl_vp *vp)
+void tlu_vp_wake(tlu_vp *vp)
 {
     wake_if_sleeping(vp);
 }
 
-void tl_vp_wake_one(void)
+void tlu_vp_kick(tlu_vp *vp)
+{
+    if (wake_if_sleeping(vp))
+        return;
+    if (atomic_load_explicit(&vp->state, SEQ) == VP_STOPPED) {
+        atomic_fetch_add_explicit(&vp->wake_seq, 1, SEQ);
+        futex_wake(&vp->wake_seq, 1);
+    }
+}
+
+void tlu_vp_wake_one(void)
 {
     static _Atomic unsigned rotor;
-    unsigned n = tl_rt.nvps;
+    unsigned n = tlu_rt.nvps;
     unsigned start = atomic_fetch_add_explicit(&rotor, 1, RLX);
     for (unsigned i = 0; i < n; i++)
-        if (wake_if_sleeping(tl_rt.vps[(start + i) % n]))
+        if (wake_if_sleeping(tlu_rt.vps[(start + i) % n]))
             return;
 }
 
-/* Returns 1 when the VP should stop (finalize), 0 to look for work again. */
-static int vp_idle(tl_vp *vp)
+/* Sleeps on the VP's futex word until woken or its earliest timer. */
+static void vp_sleep(tlu_vp *vp, uint32_t seq)
 {
-    int stopping = atomic_load_explicit(&tl_rt.stopping, ACQ) && vp->id != 0;
-    if (stopping && !tl_sched_has_work(vp))
+    uint64_t timeout = 0;
+    if (vp->ntimers) {
+        uint64_t next = tlu_timers_next(vp), now = tlu_now_ns();
+        timeout = next > now ? next - now : 1;
+    }
+    TLU_OWNER_INC(vp->n_sleeps, 1);
+    futex_wait(&vp->wake_seq, seq, timeout);
+}
+
+/* VPs that end at finalize: all but VP 0, which runs tl_ult_finalize,
+ * unless VP 0 is an internal thread too (tl_ult_config.external). */
+static int vp_ends(const tlu_vp *vp)
+{
+    return vp->id != 0 || tlu_rt.external;
+}
+
+/* Returns 1 when the VP should stop (finalize), 0 to look for work again. */
+static int vp_idle(tlu_vp *vp)
+{
+    if (tlu_vp_must_stop(vp))
+        return 0; /* sched_loop stops it */
+    int stopping = atomic_load_explicit(&tlu_rt.stopping, ACQ) && vp_ends(vp);
+    if (stopping && !tlu_sched_has_work(vp))
         return 1;
 
     /* 1. spin */
-    unsigned spinning = atomic_load_explicit(&tl_rt.nspinning, RLX);
-    if (tl_rt.cfg.spin_us && 2 * spinning < tl_rt.nvps) {
-        atomic_fetch_add_explicit(&tl_rt.nspinning, 1, SEQ);
-        uint64_t end = tl_now_ns() + (uint64_t)tl_rt.cfg.spin_us * 1000u;
+    unsigned spinning = atomic_load_explicit(&tlu_rt.nspinning, RLX);
+    if (tlu_rt.cfg.spin_us && 2 * spinning < tlu_rt.nvps) {
+        atomic_fetch_add_explicit(&tlu_rt.nspinning, 1, SEQ);
+        uint64_t end = tlu_now_ns() + (uint64_t)tlu_rt.cfg.spin_us * 1000u;
         int found = 0;
         do {
-            if (tl_sched_has_work(vp)) {
+            if (tlu_sched_has_work(vp)) {
                 found = 1;
                 break;
             }
-            for (int i = 0; i < 64; i++)
-                tl_relax();
-        } while (tl_now_ns() < end);
-        unsigned before = atomic_fetch_sub_explicit(&tl_rt.nspinning, 1, SEQ);
+            /* a short pause between polls: the poll is what a woken
+             * thread waits for (a ULT parked on a word and woken into
+             * this VP's inbox resumes on the next poll) */
+            for (int i = 0; i < 8; i++)
+                tl_cpu_relax();
+        } while (tlu_now_ns() < end);
+        unsigned before = atomic_fetch_sub_explicit(&tlu_rt.nspinning, 1, SEQ);
         if (found) {
             /* the last spinner leaving: if more work is visible than this
              * VP will take, get someone else looking */
             if (before == 1)
-                tl_sched_notify();
+                tlu_sched_notify();
             return 0;
         }
     }
@@ -132,34 +166,109 @@ static int vp_idle(tl_vp *vp)
     /* 2. sleep */
     uint32_t seq = atomic_load_explicit(&vp->wake_seq, SEQ);
     atomic_store_explicit(&vp->state, VP_SLEEPING, SEQ);
-    atomic_fetch_add_explicit(&tl_rt.nsleeping, 1, SEQ);
-    stopping = atomic_load_explicit(&tl_rt.stopping, SEQ) && vp->id != 0;
-    int work = tl_sched_has_work(vp);
+    atomic_fetch_add_explicit(&tlu_rt.nsleeping, 1, SEQ);
+    stopping = atomic_load_explicit(&tlu_rt.stopping, SEQ) && vp_ends(vp);
+    int work = tlu_sched_has_work(vp) || tlu_vp_must_stop(vp);
     if (!work && !stopping) {
-        uint64_t timeout = 0;
-        if (vp->ntimers) {
-            uint64_t next = tl_timers_next(vp), now = tl_now_ns();
-            timeout = next > now ? next - now : 1;
-        }
-        TL_OWNER_INC(vp->n_sleeps, 1);
-        futex_wait(&vp->wake_seq, seq, timeout);
+        vp_sleep(vp, seq);
     }
     uint32_t s = VP_SLEEPING;
     if (atomic_compare_exchange_strong_explicit(&vp->state, &s, VP_RUNNING, SEQ, RLX))
-        atomic_fetch_sub_explicit(&tl_rt.nsleeping, 1, RLX);
+        atomic_fetch_sub_explicit(&tlu_rt.nsleeping, 1, RLX);
     return stopping && !work;
 }
 
-static void sched_loop(tl_vp *vp)
+/* ---- stopped VPs (tl_ult_set_active_vps) -------------------------------- */
+
+tlu_vp *tlu_vp_active_target(tlu_vp *vp)
+{
+    unsigned n = atomic_load_explicit(&tlu_rt.active, RLX);
+    unsigned i = vp ? vp->fwd_rr++ : 0;
+    tlu_vp *t = tlu_rt.vps[i % n];
+    return t == vp ? tlu_rt.vps[0] : t;
+}
+
+/* Gives every thread this VP holds that another VP may run to the active
+ * VPs (their inboxes); threads bound here stay in its run queue. */
+static void forward_all(tlu_vp *vp)
+{
+    tlu_thread *keep = NULL, *keep_tail = NULL;
+    size_t kept = 0;
+    tlu_thread *t;
+    tlu_thread *in = atomic_exchange_explicit(&vp->inbox, NULL, ACQ);
+    while (in) {
+        t = in;
+        in = in->link;
+        tlu_runq_push(vp, t);
+    }
+    if ((t = atomic_exchange_explicit(&vp->next, NULL, ACQ)))
+        tlu_runq_push(vp, t);
+    while ((t = tlu_deque_take(&vp->dq)))
+        tlu_runq_push(vp, t);
+    while ((t = tlu_runq_pop(vp))) {
+        if (t->bound_vp == (int)vp->id) {
+            t->link = NULL;
+            if (keep_tail)
+                keep_tail->link = t;
+            else
+                keep = t;
+            keep_tail = t;
+            kept++;
+            continue;
+        }
+        tlu_sched_inbox_push(tlu_vp_active_target(vp), t);
+    }
+    vp->runq_head = keep;
+    vp->runq_tail = keep_tail;
+    vp->runq_len = kept;
+}
+
+/* Sleeps while the VP is told to stop and has nothing bound to it to run;
+ * wakes for its timers (whose threads it then forwards) and for pushes to
+ * its inbox. */
+static void stopped_sleep(tlu_vp *vp)
+{
+    uint32_t seq = atomic_load_explicit(&vp->wake_seq, SEQ);
+    atomic_store_explicit(&vp->state, VP_STOPPED, SEQ);
+    if (tlu_vp_must_stop(vp) && !atomic_load_explicit(&vp->inbox, SEQ) &&
+        !atomic_load_explicit(&tlu_rt.stopping, SEQ)) {
+        vp_sleep(vp, seq);
+    }
+    atomic_store_explicit(&vp->state, VP_RUNNING, SEQ);
+    if (vp->ntimers)
+        tlu_timers_fire(vp, tlu_now_ns());
+}
+
+/* One round of a stopped VP: 1 when it ran a thread bound to it. */
+static int stopped_round(tlu_vp *vp)
+{
+    forward_all(vp);
+    tlu_thread *t = tlu_runq_pop(vp);
+    if (t) {
+        tlu_sched_switch(vp, &vp->sched, t, 0);
+        return 1;
+    }
+    if (atomic_load_explicit(&tlu_rt.stopping, ACQ) && vp_ends(vp))
+        return 0;
+    stopped_sleep(vp);
+    return 1;
+}
+
+static void sched_loop(tlu_vp *vp)
 {
     for (;;) {
         if (vp->post_kind)
-            tl_sched_run_post(vp);
+            tlu_sched_run_post(vp);
+        if (TLU_UNLIKELY(tlu_vp_must_stop(vp))) {
+            if (stopped_round(vp) || !vp_ends(vp) || tlu_sched_has_work(vp))
+                continue;
+            return;
+        }
         if (atomic_load_explicit(&vp->wd_inbox, RLX))
-            tl_wd_process(vp);
-        tl_thread *t = tl_sched_pick(vp, 2, 1);
+            tlu_wd_process(vp);
+        tlu_thread *t = tlu_sched_pick(vp, 2, 1);
         if (t) {
-            tl_sched_switch(vp, &vp->sched, t, 0);
+            tlu_sched_switch(vp, &vp->sched, t, 0);
             continue;
         }
         if (vp_idle(vp))
@@ -169,12 +278,12 @@ static void sched_loop(tl_vp *vp)
 
 /* VP 0's scheduler runs on its own stack (the kernel stack belongs to the
  * primordial ULT); it never stops: finalize runs on VP 0. */
-void tl_vp_sched_entry(void *p)
+void tlu_vp_sched_entry(void *p)
 {
-    tl_vp *vp = p;
-    tl_san_finish_switch(&vp->sched);
+    tlu_vp *vp = p;
+    tlu_san_finish_switch(&vp->sched);
     sched_loop(vp);
-    tl_ult_die("threadlab-ult: VP 0 scheduler returned");
+    tlu_die("threadlab-ult: VP 0 scheduler returned");
 }
 
 static void stack_of_current_thread(char **lo, uint32_t *size)
@@ -190,15 +299,15 @@ static void stack_of_current_thread(char **lo, uint32_t *size)
     *size = sz > UINT32_MAX ? UINT32_MAX : (uint32_t)sz;
 }
 
-void tl_vp_init_kernel_context(tl_thread *t)
+void tlu_vp_init_kernel_context(tlu_thread *t)
 {
     stack_of_current_thread(&t->stack_lo, &t->stack_size);
-#if TL_ULT_TSAN
+#if TLU_TSAN
     t->tsan_fiber = __tsan_get_current_fiber();
 #endif
 }
 
-static void pin_self(tl_vp *vp)
+static void pin_self(tlu_vp *vp)
 {
     if (vp->cpu < 0)
         return;
@@ -210,33 +319,34 @@ static void pin_self(tl_vp *vp)
 
 static void *vp_main(void *p)
 {
-    tl_vp *vp = p;
-    tl_vp_set_self(vp);
+    tlu_vp *vp = p;
+    vp->own_tcb = tlu_read_tp();
+    tlu_vp_set_self(vp);
     pin_self(vp);
-    tl_vp_init_kernel_context(&vp->sched);
-    if (tl_rt.cfg.stack_mode == TL_ULT_STACK_GUARD && tl_rt.cfg.overflow_handler)
-        tl_stack_altstack_enter(&vp->altstack);
+    tlu_vp_init_kernel_context(&vp->sched);
+    if (tlu_rt.cfg.stack_mode == TL_ULT_STACK_GUARD && tlu_rt.cfg.overflow_handler)
+        tlu_stack_altstack_enter(&vp->altstack);
     sched_loop(vp);
-    tl_stack_altstack_leave(vp->altstack);
+    tlu_stack_altstack_leave(vp->altstack);
     vp->altstack = NULL;
-    tl_vp_set_self(NULL);
+    tlu_vp_set_self(NULL);
     return NULL;
 }
 
-int tl_vp_start_all(void)
+int tlu_vp_start_all(void)
 {
-    for (unsigned i = 1; i < tl_rt.nvps; i++) {
-        tl_vp *vp = tl_rt.vps[i];
+    for (unsigned i = tlu_rt.external ? 0 : 1; i < tlu_rt.nvps; i++) {
+        tlu_vp *vp = tlu_rt.vps[i];
         pthread_attr_t a;
         pthread_attr_init(&a);
         pthread_attr_setstacksize(&a, 1 << 20);
         int err = pthread_create(&vp->thread, &a, vp_main, vp);
         pthread_attr_destroy(&a);
         if (err) {
-            atomic_store_explicit(&tl_rt.stopping, 1, SEQ);
-            for (unsigned j = 1; j < i; j++) {
-                tl_vp_wake(tl_rt.vps[j]);
-                pthread_join(tl_rt.vps[j]->thread, NULL);
+            atomic_store_explicit(&tlu_rt.stopping, 1, SEQ);
+            for (unsigned j = tlu_rt.external ? 0 : 1; j < i; j++) {
+                tlu_vp_kick(tlu_rt.vps[j]);
+                pthread_join(tlu_rt.vps[j]->thread, NULL);
             }
             return err;
         }
@@ -244,15 +354,53 @@ int tl_vp_start_all(void)
     return 0;
 }
 
-void tl_vp_stop_all(void)
+void tlu_vp_stop_all(void)
 {
-    atomic_store_explicit(&tl_rt.stopping, 1, SEQ);
-    for (unsigned i = 1; i < tl_rt.nvps; i++) {
-        tl_vp *vp = tl_rt.vps[i];
+    atomic_store_explicit(&tlu_rt.stopping, 1, SEQ);
+    unsigned first = tlu_rt.external ? 0 : 1;
+    for (unsigned i = first; i < tlu_rt.nvps; i++) {
+        tlu_vp *vp = tlu_rt.vps[i];
         /* a VP between its last check and futex_wait sees the new seq */
         atomic_fetch_add_explicit(&vp->wake_seq, 1, SEQ);
         futex_wake(&vp->wake_seq, 1);
     }
-    for (unsigned i = 1; i < tl_rt.nvps; i++)
-        pthread_join(tl_rt.vps[i]->thread, NULL);
+    for (unsigned i = first; i < tlu_rt.nvps; i++)
+        pthread_join(tlu_rt.vps[i]->thread, NULL);
+}
+
+/* ---- the active VP count ------------------------------------------------- */
+
+int tl_ult_set_active_vps(unsigned n)
+{
+    if (!tlu_rt.initialized)
+        return EAGAIN;
+    if (n == 0)
+        return EINVAL;
+    if (n > tlu_rt.nvps)
+        n = tlu_rt.nvps;
+    unsigned old = atomic_exchange_explicit(&tlu_rt.active, n, SEQ);
+    /* Both ways the affected VPs must look now: the ones that resume are
+     * stopped on their futex, the ones that stop may sleep idle. */
+    unsigned lo = old < n ? old : n, hi = old < n ? n : old;
+    for (unsigned i = lo; i < hi; i++)
+        tlu_vp_kick(tlu_rt.vps[i]);
+    return 0;
+}
+
+unsigned tl_ult_active_vps(void)
+{
+    return tlu_rt.initialized ? atomic_load_explicit(&tlu_rt.active, RLX) : 0;
+}
+
+int tl_ult_vp_stopping(void)
+{
+    tlu_vp *vp = tlu_vp_self();
+    return vp && tlu_vp_must_stop(vp);
+}
+
+void tl_ult_safe_point(void)
+{
+    tlu_vp *vp = tlu_vp_self_fast();
+    if (TLU_UNLIKELY(vp && vp->current && tlu_vp_must_stop(vp)))
+        tl_ult_yield(); /* to the scheduler, which forwards the caller */
 }

@@ -25,62 +25,62 @@
 
 #define WD_DONE ((uintptr_t)1)
 
-struct tl_wd;
+struct tlu_wd;
 
-struct tl_wd_share {
-    struct tl_wd_share *next;
-    struct tl_wd *wd;
+struct tlu_wd_share {
+    struct tlu_wd_share *next;
+    struct tlu_wd *wd;
     unsigned id;
     _Atomic int claimed;
 };
 
-struct tl_wd {
+struct tlu_wd {
     tl_ult_wd_fn fn;
     void *arg;
     unsigned nparts;
     _Atomic unsigned remaining; /* parts not finished */
     _Atomic unsigned refs;      /* master + shares in VP slots */
     _Atomic uintptr_t waiter;   /* 0, WD_DONE or the parked master */
-    struct tl_wd_share shares[];
+    struct tlu_wd_share shares[];
 };
 
-static int claim(struct tl_wd_share *s)
+static int claim(struct tlu_wd_share *s)
 {
     int z = 0;
     return atomic_load_explicit(&s->claimed, RLX) == 0 &&
            atomic_compare_exchange_strong_explicit(&s->claimed, &z, 1, ACQREL, RLX);
 }
 
-static void run_share(tl_vp *vp, struct tl_wd_share *s)
+static void run_share(tlu_vp *vp, struct tlu_wd_share *s)
 {
-    struct tl_wd *wd = s->wd;
+    struct tlu_wd *wd = s->wd;
     wd->fn(s->id, wd->nparts, wd->arg);
     if (atomic_fetch_sub_explicit(&wd->remaining, 1, ACQREL) == 1) {
         uintptr_t w = atomic_exchange_explicit(&wd->waiter, WD_DONE, ACQREL);
         if (w > WD_DONE)
-            tl_sched_ready(vp, (tl_thread *)w, 1);
+            tlu_sched_ready(vp, (tlu_thread *)w, 1);
     }
 }
 
-static void drop_ref(struct tl_wd *wd)
+static void drop_ref(struct tlu_wd *wd)
 {
     if (atomic_fetch_sub_explicit(&wd->refs, 1, ACQREL) == 1)
         free(wd);
 }
 
-void tl_wd_process(tl_vp *vp)
+void tlu_wd_process(tlu_vp *vp)
 {
-    struct tl_wd_share *l = atomic_exchange_explicit(&vp->wd_inbox, NULL, ACQ);
-    struct tl_wd_share *rev = NULL;
+    struct tlu_wd_share *l = atomic_exchange_explicit(&vp->wd_inbox, NULL, ACQ);
+    struct tlu_wd_share *rev = NULL;
     while (l) {
-        struct tl_wd_share *n = l->next;
+        struct tlu_wd_share *n = l->next;
         l->next = rev;
         rev = l;
         l = n;
     }
     while (rev) {
-        struct tl_wd_share *n = rev->next;
-        struct tl_wd *wd = rev->wd;
+        struct tlu_wd_share *n = rev->next;
+        struct tlu_wd *wd = rev->wd;
         if (claim(rev))
             run_share(vp, rev);
         drop_ref(wd);
@@ -88,37 +88,37 @@ void tl_wd_process(tl_vp *vp)
     }
 }
 
-void tl_wd_post_wait(tl_vp *vp, tl_thread *t, void *p)
+void tlu_wd_post_wait(tlu_vp *vp, tlu_thread *t, void *p)
 {
-    struct tl_wd *wd = p;
+    struct tlu_wd *wd = p;
     uintptr_t z = 0;
     if (!atomic_compare_exchange_strong_explicit(&wd->waiter, &z, (uintptr_t)t, ACQREL, ACQ))
-        tl_sched_ready(vp, t, 1); /* finished meanwhile */
+        tlu_sched_ready(vp, t, 1); /* finished meanwhile */
 }
 
-static void slot_push(tl_vp *target, struct tl_wd_share *s)
+static void slot_push(tlu_vp *target, struct tlu_wd_share *s)
 {
-    struct tl_wd_share *h = atomic_load_explicit(&target->wd_inbox, RLX);
+    struct tlu_wd_share *h = atomic_load_explicit(&target->wd_inbox, RLX);
     do {
         s->next = h;
     } while (!atomic_compare_exchange_weak_explicit(&target->wd_inbox, &h, s, SEQ, RLX));
-    if (atomic_load_explicit(&target->state, SEQ) == VP_SLEEPING)
-        tl_vp_wake(target);
+    if (atomic_load_explicit(&target->state, SEQ) != VP_RUNNING)
+        tlu_vp_kick(target);
 }
 
 int tl_ult_workdesc_run(tl_ult_wd_fn fn, void *arg, unsigned nparts)
 {
-    if (!tl_rt.initialized)
+    if (!tlu_rt.initialized)
         return EAGAIN;
     if (!fn)
         return EINVAL;
-    unsigned n = tl_rt.nvps;
+    unsigned n = tlu_rt.nvps;
     if (!nparts)
         nparts = n;
-    struct tl_wd *wd = malloc(sizeof *wd + (size_t)nparts * sizeof(struct tl_wd_share));
+    struct tlu_wd *wd = malloc(sizeof *wd + (size_t)nparts * sizeof(struct tlu_wd_share));
     if (!wd)
         return ENOMEM;
-    tl_vp *vp = tl_vp_self();
+    tlu_vp *vp = tlu_vp_self();
     unsigned me = vp ? vp->id : n; /* n: an external caller owns no part */
     unsigned remote = 0;
     wd->fn = fn;
@@ -138,10 +138,10 @@ int tl_ult_workdesc_run(tl_ult_wd_fn fn, void *arg, unsigned nparts)
 
     for (unsigned i = 0; i < nparts; i++)
         if (i % n != me)
-            slot_push(tl_rt.vps[i % n], &wd->shares[i]);
+            slot_push(tlu_rt.vps[i % n], &wd->shares[i]);
     /* our own parts, then whatever nobody has started */
     /* a ULT master could move to another VP inside a body: re-read vp */
-    tl_thread *self = vp ? vp->current : NULL;
+    tlu_thread *self = vp ? vp->current : NULL;
     for (unsigned i = 0; i < nparts; i++)
         if (i % n == me && claim(&wd->shares[i]))
             run_share(self ? self->vp : vp, &wd->shares[i]);
@@ -151,13 +151,13 @@ int tl_ult_workdesc_run(tl_ult_wd_fn fn, void *arg, unsigned nparts)
 
     if (atomic_load_explicit(&wd->remaining, ACQ) != 0) {
         if (self) {
-            tl_sched_park(self, POST_WD_WAIT, wd);
+            tlu_sched_park(self, POST_WD_WAIT, wd);
         } else {
             /* VP or external context: the parts left are running now */
             for (unsigned k = 0; atomic_load_explicit(&wd->remaining, ACQ) != 0; k++) {
-                tl_relax();
+                tl_cpu_relax();
                 if (k % 128 == 127)
-                    tl_sched_yield_kernel();
+                    tlu_sched_yield_kernel();
             }
         }
     }

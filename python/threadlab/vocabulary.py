@@ -77,9 +77,11 @@ def fixed_stop(runs: int, elapsed_s: float | None) -> dict[str, Any]:
 # ------------------------------------------------------ suites and clocks
 
 # Which programs a `bench` runs (--suite).  A program says the suite of
-# each benchmark in its --list ("suite"; absent = primitives).
+# each benchmark in its --list ("suite"; absent = primitives).  The spawn
+# suite (threadlab-bench-spawn, docs/spawn.md) is adaptive: the cost of a
+# spawned task and of a message, thread tasks against processes.
 DEFAULT_SUITE = "primitives"
-SUITES: tuple[str, ...] = ("primitives", "models", "jvm", "go", "mpi", "omp")
+SUITES: tuple[str, ...] = ("primitives", "models", "jvm", "go", "mpi", "omp", "spawn")
 ALL_SUITES = "all"
 # Suites whose every point is started by a launcher (mpirun, srun: the
 # launcher's words before the program; docs/mpi.md).

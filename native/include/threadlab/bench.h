@@ -197,6 +197,13 @@ int tl_process_multithreaded(tl_ctx *ctx);
  * function failed. */
 int tl_measure(tl_ctx *ctx, tl_timing_fn fn, void *arg, const tl_measure_spec *spec);
 
+/* Adds one sample that the benchmark timed itself, in the record's unit:
+ * for a protocol that runs once per program (a whole CilkSort, whose tasks
+ * cannot be repeated inside one process), with no calibration and no
+ * adaptive loop.  The record's stop rule is "fixed" (its timings are what
+ * the protocol took, as many as added). */
+void tl_add_sample(tl_ctx *ctx, double value);
+
 /* A record that is computed from others (e.g. LogP's L), with no samples of
  * its own; formula names the derivation. */
 void tl_derived(tl_ctx *ctx, const char *metric, const char *quantity, double value,
@@ -310,6 +317,11 @@ long tl_futex_wait(uint32_t *word, uint32_t expected);
 long tl_futex_wake(uint32_t *word, int count);
 
 /* ---------------------------------------------------------- the program */
+
+/* A named string the program's --env prints in its "extra" object (what
+ * the framework cannot know: the MPI under an MPI program).  Call before
+ * tl_main; key and value are copied; at most 8. */
+void tl_env_extra(const char *key, const char *value);
 
 /* The main of a benchmark program: --list, --env, --run (see
  * docs/native-protocol.md). benches is terminated by a NULL name. */

@@ -21,6 +21,9 @@ enum {
     TL_OMP_STATE_INIT = 0,      /* no top-level parallel region yet */
     TL_OMP_STATE_UNMANAGED = 1, /* no manager (or it left): libgomp as is */
     TL_OMP_STATE_MANAGED = 2,   /* teams follow threadlab-rm's allocation */
+    TL_OMP_STATE_COOPERATIVE = 3, /* the manager stopped, died or refused the
+                                     program (arena full): no manager, but teams
+                                     sized by the CPUs other work leaves idle */
 };
 
 /* The shim's state now. */

@@ -53,7 +53,7 @@ extern "C" {
 /* ------------------------------------------------------------ constants */
 
 #define TL_RM_MAGIC UINT64_C(0x414e5241204d524c) /* "LRM ARNA" little endian */
-#define TL_RM_LAYOUT_VERSION 1u
+#define TL_RM_LAYOUT_VERSION 2u
 #define TL_RM_MAX_CPUS 1024u
 #define TL_RM_CPU_WORDS (TL_RM_MAX_CPUS / 64u)
 #define TL_RM_DEFAULT_SLOTS 64u
@@ -126,7 +126,10 @@ typedef struct {
     uint32_t quantum_ms;           /* in force */
     uint32_t reserved1;
     uint64_t quanta;               /* quanta elapsed since the manager started */
-    uint64_t reserved2[2];
+    uint32_t other_milli;          /* CPUs kept busy by work it does not manage, in
+                                      thousandths (smoothed; 0 when not counted) */
+    uint32_t other_counted;        /* 1 when other work is counted (--other-load count) */
+    uint64_t reserved2[1];
 
     /* Wake-up word (own line: every application writes it). */
     _Alignas(64) uint32_t wake;
@@ -150,6 +153,9 @@ typedef struct {
 
     /* The managed CPUs. */
     _Alignas(64) tl_rm_cpuset cpus;
+    /* The managed CPUs withheld this quantum because other work keeps them
+     * busy (load.c): no application owns them. */
+    _Alignas(64) tl_rm_cpuset withheld;
 } tl_rm_header;
 
 typedef struct {
@@ -168,7 +174,10 @@ typedef struct {
     uint32_t last_team;      /* team size it used */
     uint64_t heartbeat_ns;   /* CLOCK_MONOTONIC_COARSE of its latest region */
     uint64_t regions;        /* managed regions started */
-    uint64_t reserved0[5];
+    uint32_t confined_epoch; /* the allocation whose CPUs its threads were last
+                                confined to (0: none yet) */
+    uint32_t threads;        /* its threads then (the team and any others) */
+    uint64_t reserved0[4];
 
     /* Written by the manager (seqlock: seq odd while writing). */
     _Alignas(64) uint32_t seq;
@@ -380,8 +389,72 @@ int tl_rm_proc_alive(pid_t pid, uint64_t start);
 /* The command name of a process (/proc/PID/comm), "?" when unreadable. */
 void tl_rm_proc_comm(pid_t pid, char *buf, size_t len);
 
+/* Reads a small file (a /proc entry) into buf, terminated: its length, or
+ * -1 when it cannot be read or is empty. */
+ssize_t tl_rm_read_text(const char *path, char *buf, size_t len);
+/* CPU time (user + system) of every thread of a process, live and
+ * exited, in ns (/proc/PID/stat fields 14 and 15); 0 when it is gone. */
+uint64_t tl_rm_proc_cputime_ns(pid_t pid);
+
 uint64_t tl_rm_now_ns(void);        /* CLOCK_MONOTONIC */
 uint64_t tl_rm_coarse_ns(void);     /* CLOCK_MONOTONIC_COARSE */
+
+/* ------------------------------------- other work on the CPUs (load.c) */
+
+/* Seed 004's Figure 1: the manager shares the CPUs among its programs, but
+ * the kernel also runs work it does not manage (programs it refused,
+ * programs started without the shim, anything else runnable).  The CPUs
+ * that work keeps busy are measured from the CPUs' busy time minus the
+ * managed programs' own CPU time, and withheld from the division. */
+
+/* Busy time of each CPU since boot, from /proc/stat: user + nice + system
+ * + irq + softirq (guest time is inside user; idle, iowait and steal are
+ * not busy).  Read without stdio or allocation (the shim reads it on a
+ * program's thread). */
+typedef struct {
+    uint64_t when_ns;                  /* CLOCK_MONOTONIC of the reading */
+    tl_rm_cpuset seen;                 /* CPUs /proc/stat has a line for */
+    uint64_t busy_ns[TL_RM_MAX_CPUS];
+} tl_rm_cpustat;
+/* 0, or -1 when /proc/stat cannot be read. */
+int tl_rm_cpustat_read(tl_rm_cpustat *s);
+/* How many CPUs of `cpus` work other than `own_ns` of CPU time (the
+ * caller's own work over the same interval) kept busy between readings a
+ * and b: (their busy time - own_ns) / elapsed, at least 0; 0 when b is
+ * not later than a. */
+double tl_rm_other_cpus(const tl_rm_cpustat *a, const tl_rm_cpustat *b, const tl_rm_cpuset *cpus, uint64_t own_ns);
+/* Threads runnable on the machine right now (/proc/loadavg's fourth
+ * field, the running ones included), 0 when unreadable. */
+unsigned tl_rm_runnable_now(void);
+
+/* The manager's estimate of other work, per managed CPU, updated once per
+ * quantum (tl_rm_load_update), and the CPUs it withholds for it. */
+#define TL_RM_LOAD_WITHHOLD 0.5    /* withhold one more CPU when the load exceeds
+                                      the CPUs withheld by this much */
+#define TL_RM_LOAD_RELEASE 0.75    /* give one back when it is this much below */
+typedef struct {
+    double last[TL_RM_MAX_CPUS];   /* each CPU's share in the previous quantum */
+    double other[TL_RM_MAX_CPUS];  /* the share other work kept busy: the smaller of
+                                      the last two quanta's */
+    double total;                  /* their sum over the managed CPUs */
+    tl_rm_cpuset withheld;         /* the CPUs withheld, within the managed ones */
+    unsigned nwithheld;
+} tl_rm_load;
+/* One quantum: busy[c] is the fraction of the quantum CPU c was busy,
+ * managed[c] the part of it the managed programs account for (each
+ * program's CPU time spread over the CPUs it owned, or over all the managed
+ * CPUs when it owned none).  A CPU counts as kept busy by other work as
+ * much as it was in both of the last two quanta: a program that registers
+ * or leaves in the middle of a quantum, whose CPU time the manager cannot
+ * split exactly, moves no CPU; work that goes on is seen after two quanta
+ * and its end after one.  The count withheld becomes the total rounded
+ * once the total reaches the count + TL_RM_LOAD_WITHHOLD (a thread that
+ * competes with two others for two CPUs gets 0.67 of one) or falls to the
+ * count - TL_RM_LOAD_RELEASE, and stays otherwise (so it does not flap on
+ * a load near a boundary); the CPUs withheld are those other work keeps
+ * busiest, the ones withheld already preferred.  Deterministic
+ * (test_rm_policy.c). */
+void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const double *busy, const double *managed);
 
 /* ---------------------------------------------------- manager liveness */
 

@@ -93,6 +93,11 @@ typedef struct tl_ult_config {
      * joiner's stack when the joiner has room for the child's whole stack
      * (default 1; env TL_ULT_INLINE_JOIN). See docs/ult.md. */
     int inline_join;
+    /* 0 (default): the caller of tl_ult_init becomes VP 0 and the
+     * primordial ULT. 1: every VP is a new kernel thread and the caller
+     * stays an external thread (it may call tl_ult_run_as_self and
+     * tl_ult_finalize): for a runtime started by a thread that may exit. */
+    int external;
 } tl_ult_config;
 
 /* Fills *cfg with the defaults (including the TL_ULT_* environment
@@ -123,6 +128,22 @@ unsigned tl_ult_num_vps(void);
  * context. A ULT can move between VPs at blocking points. */
 int tl_ult_vp_id(void);
 
+/* Active VPs: VPs 0..n-1 run threads, VPs n..nvps-1 stop (n is clamped to
+ * 1..nvps; VP 0 always runs). A VP told to stop does so at its next
+ * scheduling point (a ULT it runs blocks, yields or exits, or calls
+ * tl_ult_safe_point): it hands every thread it holds to the active VPs and
+ * sleeps until it is active again; threads bound to it keep it running
+ * for them alone. The count can change at any time, from any context
+ * (a resource manager's allocation: docs/ult.md). EAGAIN, EINVAL (0). */
+int tl_ult_set_active_vps(unsigned n);
+unsigned tl_ult_active_vps(void); /* 0 when not initialised */
+/* 1 when the caller runs on a VP that has been told to stop. */
+int tl_ult_vp_stopping(void);
+/* A safe point: when the caller's VP has been told to stop, the calling
+ * ULT moves to an active VP (and its VP stops); otherwise nothing (one
+ * load). Call it where a long computation can be interrupted. */
+void tl_ult_safe_point(void);
+
 typedef struct tl_ult_stats {
     uint64_t created;         /* ULTs created */
     uint64_t exited;          /* ULTs finished */
@@ -145,12 +166,61 @@ void tl_ult_get_stats(tl_ult_stats *stats);
 typedef struct tl_ult_thread *tl_ult_t;
 typedef void *(*tl_ult_fn)(void *arg);
 
+/* Kernel-thread TLS identities. A ULT normally sees the thread-local
+ * storage (__thread variables, errno) of whichever VP runs it. A ULT
+ * created with an identity wears that identity's TLS wherever it runs:
+ * every VP that switches to it loads the identity's thread pointer (x86-64
+ * fs base, with wrfsbase where the kernel allows it). An identity is the
+ * TLS of a kernel thread that sleeps meanwhile ("donor"), so its
+ * __thread variables, errno, and even what the C library keeps per thread
+ * (malloc caches, pthread_self) belong to the ULT alone, and code that
+ * keeps a TLS address across a blocking call stays right when the ULT
+ * migrates. One identity is worn by one running ULT at a time (two live
+ * ULTs may share one only if they never run at once). Supported on
+ * x86-64/glibc builds without sanitizers (ASan and TSan keep their own
+ * per-thread state in TLS). */
+typedef struct tl_ult_identity tl_ult_identity;
+/* 1 when identities work here. */
+int tl_ult_identity_supported(void);
+/* A new identity: a donor kernel thread that blocks every signal and
+ * sleeps until tl_ult_identity_destroy. ENOTSUP, or pthread_create's
+ * error. Callable before tl_ult_init. */
+int tl_ult_identity_create(tl_ult_identity **id);
+/* Ends the donor. No ULT may wear it or be created with it any more. */
+void tl_ult_identity_destroy(tl_ult_identity *id);
+
+/* Runs fn(arg) as a ULT that wears the calling external kernel thread's
+ * own TLS, and blocks the caller (a raw futex wait, its TLS untouched)
+ * until that ULT has finished and no VP wears the TLS any more; stores
+ * fn's result in *retval. For an external thread that must act as a ULT
+ * (block, join) with its own thread-local data. EPERM from a VP or ULT,
+ * ENOTSUP without identities, EAGAIN (not initialised). */
+int tl_ult_run_as_self(tl_ult_fn fn, void *arg, size_t stack_size, void **retval);
+
+/* In a VP context (a work-descriptor body running on a VP): wear id's
+ * TLS until the next call (NULL: the VP's own again), e.g. to run a part
+ * as the thread that owns it. The VP puts its own back on before it runs
+ * anything else only when the body calls tl_ult_wear(NULL): a body that
+ * wears must do so before it returns. EPERM from a ULT or an external
+ * thread, ENOTSUP without identities. */
+int tl_ult_wear(tl_ult_identity *id);
+
+#define TL_ULT_VP_ANY (-1)
 typedef struct tl_ult_attr {
     size_t stack_size; /* 0: the runtime default; minimum 512 bytes */
     int detached;      /* 1: the thread cleans up after itself; not joinable */
+    /* The VP the new thread is queued on first (its inbox, which wakes it;
+     * a stopped VP's goes to an active one), or TL_ULT_VP_ANY: the
+     * creator's. Other VPs may still steal it unless bound. */
+    int vp;
+    /* 1: only that VP (vp, or the creator's with TL_ULT_VP_ANY) runs it. */
+    int bound;
+    /* NULL, or the TLS identity it wears (see above). */
+    tl_ult_identity *identity;
 } tl_ult_attr;
 
-/* Default attributes: default stack, joinable. */
+/* Default attributes: default stack, joinable, the creator's VP, unbound,
+ * no identity. Initialise attributes with it: a zeroed attr means VP 0. */
 void tl_ult_attr_init(tl_ult_attr *attr);
 
 /* Creates a ULT running fn(arg) (attr NULL: defaults) and stores its
@@ -185,6 +255,16 @@ _Noreturn void tl_ult_exit(void *retval);
 
 /* The calling ULT, or NULL in a VP or external context. */
 tl_ult_t tl_ult_self(void);
+
+/* One pointer per ULT for the code running in it (a runtime built on this
+ * library keeps its per-thread state there): set by the ULT itself, NULL
+ * initially. get returns NULL outside a ULT. */
+void tl_ult_set_local(void *p);
+void *tl_ult_get_local(void);
+
+/* 1 when other ULTs are ready on the caller's VP (its own queues), so
+ * that spinning there would delay them. */
+int tl_ult_local_ready(void);
 
 /* Lowest address and size of the stack the calling context runs on (for
  * a child running inline: the joiner's stack). EPERM outside a ULT. */
@@ -260,6 +340,17 @@ int tl_ult_barrier_destroy(tl_ult_barrier *b);
  * TL_ULT_BARRIER_SERIAL_THREAD, the others 0. Negative errno on error. */
 int tl_ult_barrier_wait(tl_ult_barrier *b);
 
+/* Futex-like parking on any 32-bit word. tl_ult_wait parks the calling
+ * ULT if *addr still equals expected (checked under the lock of the
+ * word's wait queue, so a wake after the caller changed nothing cannot be
+ * lost) until tl_ult_wake(addr, ...): 0, or EAGAIN when *addr differed,
+ * EPERM outside a ULT. tl_ult_wake makes up to n waiters of addr ready
+ * (FIFO), each on the VP it parked on when that VP is active, and returns
+ * how many; any context. Callers re-check their condition: a woken ULT
+ * may find the word changed again. */
+int tl_ult_wait(_Atomic uint32_t *addr, uint32_t expected);
+int tl_ult_wake(_Atomic uint32_t *addr, int n);
+
 /* Parks the calling ULT for at least ns nanoseconds (CLOCK_MONOTONIC). The
  * timer lives on the VP the ULT slept on and is checked whenever that VP
  * schedules or is idle: a VP busy in one long ULT delays its sleepers.
@@ -313,6 +404,24 @@ void tl_ult_static_chunk(int64_t begin, int64_t end, unsigned id, unsigned npart
  * tl_ult_workdesc_run (same rules for the body). */
 typedef void (*tl_ult_for_fn)(int64_t lo, int64_t hi, void *arg);
 int tl_ult_parallel_for(int64_t begin, int64_t end, tl_ult_for_fn body, void *arg);
+
+/* ------------------------------------------------------------------ */
+/* The work-stealing deque of the scheduler, for runtimes built on the */
+/* library (task queues): Chase-Lev, one owner pushes and takes at the */
+/* bottom (LIFO), any thread steals the oldest at the top (FIFO).      */
+/* ------------------------------------------------------------------ */
+
+/* Elements are pointers other than NULL and (void *)1 (the scheduler's
+ * mark of a lost race). */
+typedef struct tl_ult_deque tl_ult_deque;
+int tl_ult_deque_create(tl_ult_deque **q); /* ENOMEM */
+void tl_ult_deque_destroy(tl_ult_deque *q);
+void tl_ult_deque_push(tl_ult_deque *q, void *p); /* owner; grows as needed */
+void *tl_ult_deque_take(tl_ult_deque *q);         /* owner: NULL when empty */
+/* Anyone: NULL when empty or when it lost a race with another taker. */
+void *tl_ult_deque_steal(tl_ult_deque *q);
+/* Elements now (approximate while others take). */
+long tl_ult_deque_size(tl_ult_deque *q);
 
 /* ------------------------------------------------------------------ */
 /* Dependence counters (NTLib dependence-driven execution).            */

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 if TYPE_CHECKING:
     import numpy as np
 
+from threadlab.output.units import is_time_unit
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -172,6 +174,38 @@ def mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> Interva
     se = float(values.std(ddof=1)) / math.sqrt(n)
     t = float(_scipy().t.ppf(0.5 + confidence / 2, n - 1))
     return Interval(mean - t * se, mean + t * se, confidence, confidence, "student-t")
+
+
+def positive_mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:
+    """Interval of the mean of positive values on the log scale: the modified
+    Cox interval of a lognormal mean (Armstrong 1992; Olsson 2005),
+    exp(ȳ + s²/2 ± t(1-α/2, n-1)·√(s²/n + s⁴/(2(n-1)))), where ȳ and s² are
+    the mean and variance (n - 1) of the logs.  Always inside (0, ∞), so a
+    time's interval never reaches below zero, however few and spread the
+    runs (a Student t interval of two runs does).  None for n < 2 or a
+    value <= 0."""
+    import numpy as np
+
+    values = _array(samples)
+    n = values.size
+    if n < 2 or np.any(values <= 0):
+        return None
+    logs = np.log(values)
+    centre = float(logs.mean())
+    variance = float(logs.var(ddof=1))
+    t = float(_scipy().t.ppf(0.5 + confidence / 2, n - 1))
+    half = t * math.sqrt(variance / n + variance * variance / (2 * (n - 1)))
+    centre += variance / 2
+    return Interval(math.exp(centre - half), math.exp(centre + half), confidence, confidence, "log-cox")
+
+
+def mean_interval(samples: Sequence[float], unit: str, confidence: float = CONFIDENCE) -> Interval | None:
+    """The interval shown beside a mean in the studies' tables and figures:
+    for times (a time unit, every value positive) on the log scale
+    (positive_mean_ci), else Student t (mean_ci)."""
+    if is_time_unit(unit) and min(samples) > 0:
+        return positive_mean_ci(samples, confidence)
+    return mean_ci(samples, confidence)
 
 
 def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> Interval:

@@ -22,7 +22,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from threadlab import __version__
-from threadlab.cli import bench, catalog, compare, crosscheck, report, rm, runs, show, study, transfer
+from threadlab.cli import bench, catalog, compare, crosscheck, report, rm, runs, show, spawn, study, transfer
 from threadlab.cli.options import EXIT_FAILED, EXIT_OK, PROG, ArgumentParser, common_parser
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.output.files import OutputClosed
@@ -39,6 +39,7 @@ COMMANDS: tuple[Callable[[Any, ArgumentParser], None], ...] = (
     transfer.register_import,
     study.register,
     rm.register,  # rm and omp
+    spawn.register,
     transfer.register_export,
     report.register,
 )
@@ -68,9 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.argv = arguments
         if not getattr(args, "handler", None):
             raise UserError(
-                "a command is required: bench, list, runs, show, crosscheck, compare, import, export, report, study, rm "
-                "or omp "
-                f"(see `{PROG} --help`)"
+                "a command is required: bench, list, runs, show, crosscheck, compare, import, export, report, study, rm, "
+                f"omp or spawn (see `{PROG} --help`)"
             )
         status = int(args.handler(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush

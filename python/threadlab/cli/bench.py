@@ -99,8 +99,8 @@ def register(commands: Any, common: ArgumentParser) -> None:
         "--suite", type=suite_list, metavar="LIST",
         help=f"suites to run, comma-separated from {', '.join(vocabulary.SUITES)}, or all: primitives (the POSIX "
         "threads primitives), models (C thread models), jvm (platform and virtual threads, JMH), go (goroutines), "
-        "mpi (mixed MPI + threads, through --launcher), omp (OpenMP directives on each runtime) "
-        f"(default {vocabulary.DEFAULT_SUITE})",
+        "mpi (mixed MPI + threads, through --launcher), omp (OpenMP directives on each runtime), spawn (MPI "
+        f"spawned tasks: threads of libthreadlab-spawn against processes) (default {vocabulary.DEFAULT_SUITE})",
     )
     bench.add_argument(
         "--launcher", type=launcher.parse, metavar="CMD",

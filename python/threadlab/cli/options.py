@@ -157,10 +157,11 @@ def selected_benchmarks(patterns: Sequence[str], suites: Sequence[str] | None = 
     if suites is not None and list(suites) != [vocabulary.ALL_SUITES]:
         for suite in suites:
             if not any(info.suite == suite for info in found):
-                build = {"jvm": "make jvm", "go": "make go"}.get(suite, "make")
+                build = {"jvm": "make jvm", "go": "make go",
+                         "spawn": "make, with an MPI installed (scripts/install-deps.sh)"}.get(suite, "make")
                 raise ThreadlabError(
                     f"--suite {suite}: no benchmark program of that suite in {programs[0].parent} "
-                    f"(build it with `{build}`; see docs/{suite if suite in ('jvm', 'go') else 'native-protocol'}.md)"
+                    f"(build it with `{build}`; see docs/{suite if suite in ('jvm', 'go', 'spawn') else 'native-protocol'}.md)"
                 )
         found = [info for info in found if info.suite in suites]
     return programs, select_benchmarks(found, patterns)

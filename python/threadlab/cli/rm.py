@@ -8,15 +8,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from threadlab.cli.options import ArgumentParser, number
-from threadlab.native import discovery, rm
-from threadlab.errors import ThreadlabError, UserError
+from threadlab.native import discovery, process, rm
+from threadlab.errors import UserError
 
 EXIT_NOT_RUNNING = rm.EXIT_NOT_RUNNING
 RM_EXIT_STATUS = (
@@ -60,6 +59,14 @@ def register(commands: Any, common: ArgumentParser) -> None:
     start.add_argument("--slots", type=number("--slots", int, rm.SLOTS_MIN, rm.SLOTS_MAX), metavar="N",
                        help=f"arena slots: how many programs it manages at once, {rm.SLOTS_MIN}..{rm.SLOTS_MAX} "
                        "(default 64); more programs run unmanaged, with a warning")
+    start.add_argument("--other-load", choices=rm.OTHER_LOAD, default=None,
+                       help="count (the default): CPUs that work it does not manage keeps busy (programs it "
+                       "refused or that run without the shim, anything else runnable) are no program's, measured "
+                       "every quantum; ignore: divide every CPU among its programs")
+    start.add_argument("--log-max-kb", type=number("--log-max-kb", int, rm.LOG_MAX_KB_MIN, rm.LOG_MAX_KB_MAX),
+                       metavar="N", default=None,
+                       help=f"rotate rm.log to rm.log.1 once it reaches N KiB, {rm.LOG_MAX_KB_MIN}..{rm.LOG_MAX_KB_MAX} "
+                       "(default 256): the two never hold more than twice that")
     start.add_argument("--reset", action="store_true",
                        help="replace an arena left by another threadlab version (its programs run unmanaged)")
     start.add_argument("--foreground", action="store_true",
@@ -163,7 +170,8 @@ def cmd_start(args: argparse.Namespace) -> int:
     if args.foreground:
         return _foreground(args, directory)
     manager = rm.Manager.start(directory=directory, policy=args.policy, quantum_ms=args.quantum_ms,
-                               cpus=args.cpus, slots=args.slots, reset=args.reset)
+                               cpus=args.cpus, slots=args.slots, reset=args.reset, other_load=args.other_load,
+                               log_max_kb=args.log_max_kb)
     state = manager.status()
     m = state.get("manager", {})
     print(f"threadlab-rm started (pid {manager.pid}): policy {m.get('policy')}, quantum {m.get('quantum_ms')} ms, "
@@ -178,12 +186,9 @@ def _foreground(args: argparse.Namespace, directory: Path) -> int:
     program = discovery.find_one(rm.RM_PROGRAM)
     argv = [str(program), "--foreground", "--verbose",
             *rm.daemon_args(policy=args.policy, quantum_ms=args.quantum_ms, cpus=args.cpus, slots=args.slots,
-                            reset=args.reset)]
+                            reset=args.reset, other_load=args.other_load, log_max_kb=args.log_max_kb)]
     os.close(rm.open_directory(directory, create=True))
-    env = rm.daemon_env(directory)
-    sys.stdout.flush()
-    os.execve(argv[0], argv, env)
-    return 1  # not reached
+    process.replace_with(argv, rm.daemon_env(directory))
 
 
 # -------------------------------------------------------------- rm stop
@@ -295,6 +300,11 @@ def render_status(state: dict[str, Any]) -> Any:
     else:
         lines.append(Text(f"manager: NOT RUNNING (last pid {m.get('pid')}, state {m.get('state')}); "
                           "its programs run unmanaged"))
+    if state.get("running") and m.get("other_load") == "count":
+        lines.append(Text(f"other work: {float(m.get('other_cpus') or 0):.2f} CPUs busy, CPUs withheld: "
+                          f"{m.get('withheld') or 'none'} (measured every quantum)"))
+    elif state.get("running") and m.get("other_load") == "ignore":
+        lines.append(Text("other work: ignored (--other-load ignore)"))
     lines.append(Text(f"counters: {c.get('arrivals', 0)} arrivals, {c.get('reallocations', 0)} reallocations, "
                       f"{c.get('reclaimed', 0)} slots reclaimed from dead programs, "
                       f"{c.get('full', 0)} refused (arena full)"))
@@ -321,29 +331,5 @@ def render_status(state: dict[str, Any]) -> Any:
 # --------------------------------------------------------------- omp run
 
 
-def omp_command(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
-    """The program's argv (PATH resolved) and environment."""
-    command: Sequence[str] = args.command
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise UserError("a program is required: threadlab omp run [--pin] -- PROGRAM [ARGS ...]")
-    program = command[0]
-    found = shutil.which(program)
-    if found is None:
-        what = "not executable" if os.path.exists(program) else "not found"
-        where = "" if os.sep in program else " on $PATH"
-        raise UserError(f"PROGRAM {program}: {what}{where}")
-    env = rm.shim_environment(directory=rm.resolve_dir(args.dir), pin=args.pin, quiet=args.quiet)
-    return [found, *command[1:]], env
-
-
 def cmd_omp_run(args: argparse.Namespace) -> int:
-    argv, env = omp_command(args)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        os.execve(argv[0], argv, env)
-    except OSError as error:
-        raise ThreadlabError(f"cannot run {argv[0]}: {error.strerror}") from None
-    return 1  # not reached
+    rm.omp_run(args.command, directory=args.dir, pin=args.pin, quiet=args.quiet)  # threadlab is the program now

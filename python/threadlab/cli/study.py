@@ -1,4 +1,4 @@
-"""`threadlab study apps|multiprog` on the command line
+"""`threadlab study apps|multiprog|spawn` on the command line
 (docs/commands/study.md): each study's options, its plan, and its run as
 a stored run (run.lifecycle) driven by the study engine (study.engine).
 Adding a study: a subparser and a cmd_ here (docs/architecture.md)."""
@@ -18,18 +18,22 @@ from threadlab.records.store import validate_run_name
 from threadlab.run import environment, lifecycle
 from threadlab.run.progress import JobProgress
 from threadlab.study import apps, engine, multiprog
+from threadlab.study import spawn as spawn_study
 from threadlab.study.registry import STUDIES
+
 
 def register(commands: Any, common: ArgumentParser) -> None:
     """`threadlab study` and its studies."""
     study = commands.add_parser(
-        "study", parents=[common], help="run a study: a matrix of scenarios, many runs each (apps, multiprog)",
+        "study", parents=[common], help="run a study: a matrix of scenarios, many runs each (apps, multiprog, spawn)",
         description="Run a study: an experiment over a matrix of scenarios, stored as a run.",
         epilog="Studies: apps (after de Sá et al., A Comparative Study of Multithreaded Applications Performance in "
         "Different Scenarios: four multithreaded kernels over thread platforms, architectures, "
         "priorities and affinities); multiprog (after Barekas et al., A Multiprogramming "
         "Aware OpenMP Implementation: several OpenMP programs at once, under the resource "
-        "manager and under libgomp's own settings). See docs/commands/study.md.",
+        "manager and under libgomp's own settings); spawn (after Lima and Maillard, granularity control with "
+        "threads in dynamic MPI programs: CilkSort over MPI_Comm_spawn, tasks as threads up to a limit against "
+        "processes). See docs/commands/study.md.",
     )
     study.set_defaults(handler=_no_study)
     studies = study.add_subparsers(dest="study", metavar="STUDY", parser_class=ArgumentParser)
@@ -75,6 +79,47 @@ def register(commands: Any, common: ArgumentParser) -> None:
         f"{apps.DEFAULT_TIMEOUT_S:g} s, {apps.QUICK_TIMEOUT_S:g} s with --quick, {apps.PAPER_TIMEOUT_S:g} s with --paper)",
         json_what="the speedups", dry_run="print the scenarios and one command per cell, and stop")
     _add_multiprog(studies, common)
+    _add_spawn(studies, common)
+
+
+def _add_spawn(studies: Any, common: ArgumentParser) -> None:
+    s = studies.add_parser(
+        "spawn", parents=[common], help="CilkSort over MPI_Comm_spawn: thread tasks against processes (seed 001)",
+        description="CilkSort of N integers (threadlab-spawn-cilksort: one MPMD program, 4 sort and 3 merge tasks "
+        "per level, sequential at 2048) under libthreadlab-spawn at the seed's thread limits and with plain MPI "
+        "(process-only), on random (3 seeds), sorted and reversed inputs; every run its own mpirun under a time "
+        "limit, all runs in a seeded random order, every sort verified (sorted, a permutation of the input, exactly "
+        "the algorithm's tasks). Prints the seed's Figure 2 as tables (mean time and 95% interval per input and "
+        "limit), the gain over process-only, the time per task and the tasks spawned as threads and processes; "
+        "stores the run.",
+        epilog="exit status: 0 every run verified, 1 a run failed or a check failed (a cell that cannot finish "
+        "here is reported as failed with its estimate), 2 bad usage, 130 interrupted by Ctrl-C (the finished cells "
+        "are kept). See docs/spawn.md.",
+    )
+    s.set_defaults(handler=cmd_spawn)
+    s.add_argument("--size", type=spawn_study.parse_size, metavar="N",
+                   help=f"integers to sort (default {spawn_study.DEFAULT_N:,}, the seed's; {spawn_study.QUICK_N:,} "
+                   "with --quick)")
+    s.add_argument("--inputs", type=spawn_study.parse_inputs, metavar="LIST",
+                   help=f"inputs, comma-separated from {', '.join(spawn_study.INPUTS)} (default: all)")
+    s.add_argument("--seeds", type=spawn_study.parse_seeds, metavar="LIST",
+                   help="seeds of the random inputs (default 1,2,3, the seed's three; 1 with --quick)")
+    s.add_argument("--limits", type=spawn_study.parse_limits, metavar="LIST",
+                   help=f"thread limits and process-only, comma-separated (default {','.join(spawn_study.LIMITS)})")
+    s.add_argument("--runs", type=number("--runs", int, 1, 1000), metavar="N",
+                   help=f"runs per cell, 1..1000 (default {spawn_study.DEFAULT_RUNS}; the seed took 20; "
+                   f"{spawn_study.QUICK_RUNS} with --quick)")
+    s.add_argument("--spawn-timeout", type=number("--spawn-timeout", float, 1, 86400, "seconds"), metavar="S",
+                   help="the limit of one process spawn inside a run (default "
+                   f"{spawn_study.DEFAULT_SPAWN_TIMEOUT_S:g} s, {spawn_study.QUICK_SPAWN_TIMEOUT_S:g} s with --quick): "
+                   "a hung spawn ends its run, which is counted as failed with the reason")
+    s.add_argument("--quick", action="store_true",
+                   help=f"{spawn_study.QUICK_N:,} integers, random (seed 1), sorted and reversed, "
+                   f"{spawn_study.QUICK_RUNS} runs (under two minutes on two CPUs)")
+    _add_run_options(
+        s, order="run", timeout=f"a run taking longer is killed and counted as failed (default "
+        f"{spawn_study.DEFAULT_TIMEOUT_S:g} s, {spawn_study.QUICK_TIMEOUT_S:g} s with --quick)",
+        json_what="the cells", dry_run="print one command per cell, and stop")
 
 
 def _add_multiprog(studies: Any, common: ArgumentParser) -> None:
@@ -84,7 +129,9 @@ def _add_multiprog(studies: Any, common: ArgumentParser) -> None:
         "started at once (or --stagger'ed), each asking for every CPU, under five baselines: rm (threadlab-rm, a "
         "private manager per experiment, and the libgomp shim), gomp (plain libgomp defaults), passive "
         "(OMP_WAIT_POLICY=passive), dynamic (OMP_DYNAMIC=true), static (each instance bound to its share of the "
-        "CPUs, OMP_NUM_THREADS = its size); plus dedicated runs of one instance on 1..N CPUs (rm and gomp). "
+        "CPUs, OMP_NUM_THREADS = its size); plus dedicated runs of one instance on 1..N CPUs (rm and gomp), "
+        "and scenarios where the manager should win: kernels mixed and arriving staggered, a late arrival, and "
+        "faults (the manager stopped, a program SIGKILLed mid-run). "
         "Measures each instance's turnaround (start to exit), context switches and team sizes, and each "
         "workload's maximum turnaround and makespan; every instance must verify its result. All experiments run "
         "in a seeded random order. Prints Barekas et al.'s Table 1 (dedicated) and Table 2 (mean turnaround per "
@@ -111,9 +158,15 @@ def _add_multiprog(studies: Any, common: ArgumentParser) -> None:
                    help=f"kernel size, one of {', '.join(multiprog.SIZES)} (default {multiprog.DEFAULT_SIZE}, like NAS "
                    f"class W; {multiprog.QUICK_SIZE} with --quick)")
     m.add_argument("--no-dedicated", action="store_true", help="skip the dedicated runs (Table 1)")
+    m.add_argument("--scenarios", type=multiprog.parse_scenarios, metavar="LIST",
+                   help=f"scenarios, comma-separated from {', '.join(multiprog.SCENARIOS)}, or none (default: all; "
+                   "docs/study-multiprog.md says what each runs)")
     m.add_argument("--policy", type=_rm_policy, metavar="P",
                    help=f"the manager's policy under rm: {', '.join(rm_policies())} (default "
                    f"{multiprog.DEFAULT_POLICY}, Barekas et al.'s time-sharing dynamic space sharing)")
+    m.add_argument("--other-load", choices=rm_other_load(), default="count",
+                   help="under rm, count (default) the CPUs other work keeps busy and withhold them, as the "
+                   "manager does by default, or ignore them (docs/rm.md \"Other work\")")
     m.add_argument("--quantum-ms", type=number("--quantum-ms", int, 1, 60000, "milliseconds"), metavar="MS",
                    help=f"the manager's quantum (default {multiprog.DEFAULT_QUANTUM_MS}; Barekas et al. used 120)")
     m.add_argument("--quick", action="store_true",
@@ -144,6 +197,12 @@ def rm_policies() -> tuple[str, ...]:
     from threadlab.native import rm
 
     return rm.POLICIES
+
+
+def rm_other_load() -> tuple[str, ...]:
+    from threadlab.native import rm
+
+    return rm.OTHER_LOAD
 
 
 def _rm_policy(text: str) -> str:
@@ -198,15 +257,20 @@ def _bench_program() -> list[Path]:
 
 def _stored_study(args: argparse.Namespace, study: str, *, name: str | None, options: dict[str, Any],
                   catalog: Any, programs: list[Path], planned: int, total: int, header: str, noun: str,
-                  run: Callable[[lifecycle.Keep, JobProgress], Any]) -> int:
-    """The study as a stored run (run.lifecycle), then its tables (or its
-    --json lines) and its epilogue: the command's exit status."""
+                  run: Callable[[lifecycle.Keep, JobProgress], Any],
+                  note: Callable[[], str | None] = lambda: None) -> int:
+    """The study as a stored run (run.lifecycle), then the study's note on
+    how it ran (note(), unless --quiet), its tables (or its --json lines)
+    and its epilogue: the command's exit status."""
     spec = lifecycle.RunSpec(name=name, command=[PROG, *args.argv], options=options, catalog=catalog,
                              planned=planned, header=header, environment=lambda: environment.collect(programs, None),
                              unit="cells")
     progress = JobProgress(total, enabled=not args.quiet, noun=noun)
     finished = lifecycle.stored_run(db_path(args), spec, progress, lambda keep: run(keep, progress))
     records = finished.result.records
+    said = note()
+    if said and not args.quiet:
+        print(f"threadlab: {said}", file=sys.stderr)
     kind = STUDIES[study]
     if args.json:
         for row in kind.rows(records):
@@ -251,7 +315,8 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
     plan = multiprog.make_plan(
         program=multiprog.find_program(), apps=args.apps, baselines=args.baselines, degrees=args.degree,
         runs=args.runs, size=args.size, stagger_s=args.stagger or 0.0, seed=args.seed,
-        dedicated=not args.no_dedicated, policy=args.policy or multiprog.DEFAULT_POLICY,
+        dedicated=not args.no_dedicated, scenarios=args.scenarios, policy=args.policy or multiprog.DEFAULT_POLICY,
+        other_load=args.other_load,
         quantum_ms=args.quantum_ms or multiprog.DEFAULT_QUANTUM_MS, timeout_s=args.timeout, quick=args.quick,
     )
     if "rm" in plan.baselines:  # both must exist before anything runs
@@ -259,6 +324,7 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
 
         discovery.find_one(rm.RM_PROGRAM)
         discovery.find_one(rm.SHIM_LIBRARY)
+        discovery.find_one(rm.LAUNCHER)
     if args.dry_run:
         for line in multiprog.dry_run_lines(plan):
             print(line)
@@ -266,6 +332,7 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
         return EXIT_OK
     header = (f"study multiprog: {len(plan.apps)} kernels x {len(plan.baselines)} baselines x degrees "
               f"{','.join(map(str, plan.degrees))}" + (" + dedicated runs" if plan.dedicated else "")
+              + (f" + scenarios {','.join(plan.scenarios)}" if plan.scenarios else "")
               + f" = {len(plan.cells)} cells, {plan.runs} experiments each: {len(plan.jobs)} experiments in a "
               f"random order (seed {plan.seed}), size {plan.size}, CPUs {','.join(map(str, plan.cpus))}")
     return _stored_study(
@@ -275,3 +342,25 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_spawn(args: argparse.Namespace) -> int:
+    name = validate_run_name(args.name) if args.name is not None else None
+    program, launcher = spawn_study.find_programs()
+    plan = spawn_study.make_plan(
+        program=program, launcher=launcher, n=args.size, inputs=args.inputs, seeds=args.seeds, limits=args.limits,
+        runs=args.runs, seed=args.seed, timeout_s=args.timeout, spawn_timeout_s=args.spawn_timeout, quick=args.quick,
+    )
+    if args.dry_run:
+        for line in spawn_study.dry_run_lines(plan):
+            print(line)
+        print(f"{len(plan.cells)} cells, {len(plan.jobs)} runs (seed {plan.seed})", file=sys.stderr)
+        return EXIT_OK
+    header = (f"study spawn: CilkSort of {plan.n:,} integers, {len(plan.cells)} cells (inputs x limits "
+              f"{','.join(plan.limits)}), {plan.runs} runs each: {len(plan.jobs)} runs in a random order "
+              f"(seed {plan.seed})")
+    # The CilkSort program's --env names the MPI, its version and thread level.
+    return _stored_study(
+        args, spawn_study.STUDY, name=name, options=plan.options(), catalog=plan.catalog(),
+        programs=_bench_program() + [plan.program], planned=len(plan.cells), total=len(plan.jobs), header=header,
+        noun="runs", run=lambda keep, progress: spawn_study.run_study(plan, keep, progress),
+        note=lambda: plan.pilot_note,
+    )

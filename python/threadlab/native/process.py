@@ -10,7 +10,10 @@ processes").
 - Follow: a child whose stdout is read line by line as it comes, within a
   time limit, stopped by a StopRequest (Ctrl-C);
 - Watched: a child reaped by a thread blocked in wait4, with its resource
-  usage, for children that must not be polled (their CPUs belong to them).
+  usage, for children that must not be polled (their CPUs belong to them);
+- replace_with(): no child at all: threadlab becomes the program (`omp
+  run`, `spawn run`, `rm start --foreground`), whose PROGRAM a user gave
+  is found by user_program().
 
 A child started by start():
 
@@ -41,12 +44,16 @@ import os
 import re
 import resource
 import selectors
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, NoReturn, Sequence
+
+from threadlab.errors import ThreadlabError, UserError
 
 # Linux's prctl option (include/uapi/linux/prctl.h).
 PR_SET_PDEATHSIG = 1
@@ -386,3 +393,39 @@ class Watched:
         if self.ended is None:
             kill_group(self.popen)
 
+
+# ------------------------------------------------- threadlab becomes a program
+
+
+def user_program(command: Sequence[str], usage: str) -> list[str]:
+    """A user's PROGRAM [ARGS ...] (after the `--` that may lead it):
+    PROGRAM found on $PATH and made absolute, so that a program which
+    starts its own argv[0] again (an MPI spawn) finds the same file.
+    UserError naming PROGRAM when it is not there or not executable, and
+    `usage` when there is none."""
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UserError(f"a program is required: {usage}")
+    program = command[0]
+    found = shutil.which(program)
+    if found is None:
+        what = "not executable" if os.path.exists(program) else "not found"
+        where = "" if os.sep in program else " on $PATH"
+        raise UserError(f"PROGRAM {program}: {what}{where}")
+    return [os.path.abspath(found), *command[1:]]
+
+
+def replace_with(argv: Sequence[str], env: Mapping[str, str] | None = None) -> NoReturn:
+    """Execs argv in place of threadlab (the program then owns the terminal,
+    its signals and its exit status), with env or threadlab's environment;
+    what threadlab printed is flushed first.  ThreadlabError when the exec
+    fails."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        if env is None:
+            os.execv(argv[0], list(argv))
+        os.execve(argv[0], list(argv), dict(env))
+    except OSError as error:
+        raise ThreadlabError(f"cannot run {argv[0]}: {error.strerror}") from None

@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NoReturn, Sequence
 
 from threadlab import vocabulary
 from threadlab.native import discovery, process
@@ -44,6 +44,7 @@ from threadlab.errors import ThreadlabError, UserError
 
 RM_PROGRAM = "threadlab-rm"
 SHIM_LIBRARY = "libthreadlab-omp.so"
+LAUNCHER = "threadlab-omp-run"  # the shim's environment, then exec (native/omp/launch.c)
 DIR_ENV = "THREADLAB_RM_DIR"
 ARENA_ENV = "THREADLAB_RM_ARENA"
 SHM_DIR = Path("/dev/shm")  # where glibc's shm_open keeps the arena
@@ -56,18 +57,13 @@ DAEMON_DEFAULT_POLICY = "timeshare"
 QUANTUM_MS_MIN, QUANTUM_MS_MAX = 1, 60000
 DEFAULT_QUANTUM_MS = 100
 SLOTS_MIN, SLOTS_MAX = 1, 4096
+# --other-load: CPUs busy with work the manager does not manage are
+# withheld from its programs (count, the daemon's default) or not (ignore).
+OTHER_LOAD: tuple[str, ...] = ("count", "ignore")
+LOG_MAX_KB_MIN, LOG_MAX_KB_MAX = 4, 1048576
 MAX_CPUS = 1024
 EXIT_NOT_RUNNING = 3  # the daemon's status for --status/--set without a manager
 
-# libgomp's idle team threads spin GOMP_SPINCOUNT times before sleeping
-# (default 300,000: up to milliseconds of a CPU per wait).  Under the
-# manager a thread left out of a shrunk team would burn a CPU another
-# program owns, so the spin is cut to a few tens of microseconds: long
-# enough to keep barriers of back-to-back regions cheap (OMP_WAIT_POLICY=
-# passive would make every barrier a futex sleep), short enough to cost
-# the owner of the CPU nothing noticeable.  A user's own OMP_WAIT_POLICY
-# or GOMP_SPINCOUNT is left alone.
-SPINCOUNT = "10000"
 
 _START_TIMEOUT_S = 15.0
 _QUERY_TIMEOUT_S = 15.0
@@ -252,10 +248,14 @@ def daemon_args(
     slots: int | None = None,
     reset: bool = False,
     owner: int | None = None,
+    other_load: str | None = None,
+    log_max_kb: int | None = None,
 ) -> list[str]:
     """The daemon's options that start a manager so (Manager.start; `threadlab
     rm start --foreground`), each value checked (UserError).  owner: the
-    process whose exit stops the manager (a private one)."""
+    process whose exit stops the manager (a private one); other_load: count
+    or ignore the CPUs other work keeps busy (None: the daemon's default,
+    count); log_max_kb: rm.log's size before it is rotated."""
     args: list[str] = []
     if policy is not None:
         args += ["--policy", check_policy(policy)]
@@ -270,6 +270,15 @@ def daemon_args(
         args.append("--reset")
     if owner is not None:
         args += ["--owner", str(owner)]
+    if other_load is not None:
+        if other_load not in OTHER_LOAD:
+            raise UserError(f"other load {other_load!r}: expected {' or '.join(OTHER_LOAD)}")
+        args += ["--other-load", other_load]
+    if log_max_kb is not None:
+        if not _in_range(log_max_kb, LOG_MAX_KB_MIN, LOG_MAX_KB_MAX):
+            raise UserError(f"log size {log_max_kb!r} KiB: expected an integer from {LOG_MAX_KB_MIN} to "
+                            f"{LOG_MAX_KB_MAX}")
+        args += ["--log-max-kb", str(log_max_kb)]
     return args
 
 
@@ -380,7 +389,7 @@ class Manager:
     """A running threadlab-rm.  Use as a context manager to stop it on exit:
 
         with Manager.start(directory=tmp, policy="equipartition") as rm:
-            env = shim_environment(directory=rm.directory)
+            argv, env = omp_launch(["./cg"], directory=rm.directory)
     """
 
     def __init__(self, directory: Path, pid: int) -> None:
@@ -404,17 +413,21 @@ class Manager:
         slots: int | None = None,
         reset: bool = False,
         owner: int | None = None,
+        other_load: str | None = None,
+        log_max_kb: int | None = None,
     ) -> Manager:
         """Starts the daemon detached and returns once it manages the arena.
         policy None keeps the daemon's default (timeshare); cpus None: every
         CPU this process may use; slots None: the daemon's 64 (or the arena's
         size when it adopts one); reset: replace an arena left by another
-        version; owner: a process whose exit stops it (start_private).
+        version; owner: a process whose exit stops it (start_private);
+        other_load, log_max_kb: daemon_args().
         Raises ThreadlabError with the daemon's reason and the tail of its
         log when it cannot start (one is running already, the directory or
         the arena is another user's, ...)."""
         where = resolve_dir(directory)
-        args = daemon_args(policy=policy, quantum_ms=quantum_ms, cpus=cpus, slots=slots, reset=reset, owner=owner)
+        args = daemon_args(policy=policy, quantum_ms=quantum_ms, cpus=cpus, slots=slots, reset=reset, owner=owner,
+                           other_load=other_load, log_max_kb=log_max_kb)
         if cpus is not None:
             # The daemon inherits this process's affinity: refuse the rest
             # here, as a usage error, before anything starts.
@@ -442,6 +455,7 @@ class Manager:
         quantum_ms: int = DEFAULT_QUANTUM_MS,
         cpus: Sequence[int] | None = None,
         slots: int | None = None,
+        other_load: str | None = None,
     ) -> Manager:
         """A manager of this process's own (a study's, a benchmark's): in a
         new directory made by mkdtemp in the temporary directory, with an
@@ -458,7 +472,7 @@ class Manager:
                                  f"{error.strerror}") from None
         try:
             return cls.start(directory=where, policy=policy, quantum_ms=quantum_ms, cpus=cpus, slots=slots,
-                             owner=os.getpid())
+                             owner=os.getpid(), other_load=other_load)
         except BaseException:
             # The daemon removes what it made when it fails; the directory
             # made here stays only when it never got that far.
@@ -552,36 +566,40 @@ def _started_pid(stdout: str) -> int | None:
 # -------------------------------------------------------------- the shim
 
 
-def shim_environment(
+def omp_launch(
+    command: Sequence[str],
     base: Mapping[str, str] | None = None,
     *,
     directory: Path | None = None,
     pin: bool = False,
     quiet: bool = False,
-) -> dict[str, str]:
-    """The environment that puts an OpenMP program (gcc/gfortran, libgomp)
-    under the manager of `directory`: the shim preloaded before any
-    LD_PRELOAD already there, OMP_DYNAMIC=true (the user's setting kept in
-    THREADLAB_OMP_DYNAMIC_ORIG: the shim restores it whenever the program
-    runs unmanaged), a bounded spin (SPINCOUNT) unless the user chose a
-    wait policy, the manager's directory and arena, and THREADLAB_OMP_PIN
-    with pin.  With quiet the shim prints no notices."""
+) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment that run `command` (an OpenMP program built
+    with gcc/g++/gfortran, and its arguments) under the manager of
+    `directory`: threadlab-omp-run, which sets the shim's environment
+    (native/omp/env.c: the shim preloaded, OMP_DYNAMIC=true with the
+    user's value kept for when it runs unmanaged, a short spin unless the
+    user chose a wait policy; docs/omp.md) and execs the program.  Here the
+    manager is named: its directory and arena, whichever `directory` (None:
+    the runtime directory) is.  With pin the team threads are pinned to
+    the allocated CPUs; with quiet the shim prints no notices."""
+    launcher = discovery.find_one(LAUNCHER)
     env = dict(os.environ if base is None else base)
-    shim = str(discovery.find_one(SHIM_LIBRARY))
-    preload = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":") if p and p != shim]
-    env["LD_PRELOAD"] = ":".join([shim, *preload])
-    # Kept across a nested `omp run` (the inner one sees OMP_DYNAMIC=true).
-    env.setdefault("THREADLAB_OMP_DYNAMIC_ORIG", env.get("OMP_DYNAMIC", "unset"))
-    env["OMP_DYNAMIC"] = "true"
-    if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
-        env["GOMP_SPINCOUNT"] = SPINCOUNT
     where = resolve_dir(directory)
     env[DIR_ENV] = str(where)
     env[ARENA_ENV] = arena_name(where)
-    if pin:
-        env["THREADLAB_OMP_PIN"] = "1"
-    else:
-        env.pop("THREADLAB_OMP_PIN", None)
-    if quiet:
-        env["THREADLAB_OMP_QUIET"] = "1"
-    return env
+    options = (["--pin"] if pin else []) + (["--quiet"] if quiet else [])
+    return [str(launcher), *options, "--", *command], env
+
+
+OMP_RUN_USAGE = "threadlab omp run [--pin] -- PROGRAM [ARGS ...]"
+
+
+def omp_run(command: Sequence[str], *, directory: Path | None = None, pin: bool = False,
+            quiet: bool = False) -> NoReturn:
+    """`threadlab omp run`: threadlab becomes the launcher running `command`
+    (PROGRAM [ARGS ...], PROGRAM found on $PATH) under the manager of
+    `directory` (omp_launch).  UserError before anything runs when PROGRAM
+    is not there or the launcher is not built."""
+    program = process.user_program(command, OMP_RUN_USAGE)
+    process.replace_with(*omp_launch(program, directory=directory, pin=pin, quiet=quiet))

@@ -42,6 +42,7 @@ from threadlab.report import html
 from threadlab.report.html import Cell
 from threadlab.records.store import RunInfo
 from threadlab.output.table import Footnotes
+from threadlab.report.spawn import spawn_section
 from threadlab.vocabulary import RECORD_PLACEMENTS
 from threadlab.output.units import format_duration, format_value, is_time_unit
 
@@ -472,7 +473,7 @@ def multiprog_section(maker: FigureMaker, run: RunInfo, records: Sequence[Mappin
     from threadlab.study import tables_multiprog
 
     data = tables_multiprog.collect(records)
-    if not data.degrees:
+    if not data.degrees and not data.scenarios:
         return ""
     parts = [f"<h3>{html.e(run.label)}: multiprogrammed workloads</h3>"]
     for app in data.apps:
@@ -483,7 +484,7 @@ def multiprog_section(maker: FigureMaker, run: RunInfo, records: Sequence[Mappin
             if not points:
                 continue
             means = [sum(r["samples"]) / len(r["samples"]) for _, r in points]
-            intervals = [stats.mean_ci(r["samples"]) for _, r in points]
+            intervals = [stats.mean_interval(r["samples"], r["unit"]) for _, r in points]
             lines.append(fig.TurnaroundLine(baseline, [k for k, _ in points], means,
                                             [i.low if i else None for i in intervals],
                                             [i.high if i else None for i in intervals]))
@@ -494,8 +495,30 @@ def multiprog_section(maker: FigureMaker, run: RunInfo, records: Sequence[Mappin
         rendered = fig.turnaround_figure(maker.name(f"run{run.id}-multiprog-{app}"),
                                          f"{app}: mean turnaround per degree", lines, linear, maker.out_dir)
         rendered.caption = (f"{run.label}: mean turnaround of the instances of k simultaneous instances, each "
-                            "asking for every CPU, per baseline, with the 95% Student t interval across experiments; "
-                            "log time axis (as Barekas et al.'s Fig. 3); dashed: k × the dedicated time.")
+                            "asking for every CPU, per baseline, with the 95% interval across experiments (log "
+                            "scale: never below zero); log time axis (as Barekas et al.'s Fig. 3); dashed: k × the "
+                            "dedicated time.")
+        parts.append(maker.html(rendered))
+    bars = []
+    for name in data.scenarios:
+        for index, baseline in enumerate(data.baselines):
+            record = data.scenario("turnaround", name, baseline)
+            if record is None:
+                continue
+            colour = fig.PALETTE[index % len(fig.PALETTE)]
+            if record["status"] != "ok" or not record["samples"]:
+                bars.append(fig.Bar(name, baseline, colour, None, None, None, "FAILED"))
+                continue
+            interval = stats.mean_interval(record["samples"], record["unit"])
+            bars.append(fig.Bar(name, baseline, colour, sum(record["samples"]) / len(record["samples"]),
+                                interval.low if interval else None, interval.high if interval else None))
+    if bars:
+        rendered = fig.bar_figure(maker.name(f"run{run.id}-multiprog-scenarios"),
+                                  "scenarios: mean turnaround per baseline", bars, "s", maker.out_dir)
+        rendered.caption = (f"{run.label}: the scenarios where the manager should win (mixed kernels arriving "
+                            "staggered, the late arrival, the manager stopped and a program SIGKILLed mid-run): mean "
+                            "turnaround of the programs per baseline, with the 95% interval (log scale) across "
+                            "experiments; docs/study-multiprog.md says what each runs.")
         parts.append(maker.html(rendered))
     return "".join(parts)
 
@@ -618,7 +641,8 @@ def build_page(runs: Sequence[tuple[RunInfo, list[dict[str, Any]]]], out_dir: Re
         if ecdfs:
             ecdf_parts.append(heading)
             ecdf_parts += ecdfs
-        study = study_section(maker, run, records) + multiprog_section(maker, run, records)
+        study = study_section(maker, run, records) + multiprog_section(maker, run, records) + spawn_section(
+            maker, run, records)
         if study:
             study_parts.append(study)
     body.append('<h2 id="results">Results by benchmark family</h2>')

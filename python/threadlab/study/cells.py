@@ -69,14 +69,16 @@ def speedup_cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None
 
 
 def mean_cell(record: Mapping[str, Any] | None, notes: Footnotes) -> str:
-    """The record's mean with its 95% Student t interval, in its unit."""
+    """The record's mean with its 95% interval (stats.mean_interval: a time's on the
+    log scale), in its unit."""
     missing = _missing(record, notes)
     if missing is not None:
         return missing
     assert record is not None
     summary = stats.record_summary(record)
     assert summary is not None
-    return _interval_text(summary.mean, stats.mean_ci(record["samples"]), record["unit"]) + marks([record], notes)
+    return (_interval_text(summary.mean, stats.mean_interval(record["samples"], record["unit"]), record["unit"])
+            + marks([record], notes))
 
 
 def print_titled(console: Console, title: str, headers: Sequence[tuple[str, str]], rows: Sequence[Sequence[str]],

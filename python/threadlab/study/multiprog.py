@@ -1,11 +1,15 @@
 """`threadlab study multiprog`: seed 004's evaluation (docs/study-multiprog.md).
 
 Workloads of k instances of one NAS-like OpenMP kernel (threadlab-npb),
-started at once (or staggered), each asking for every CPU, under five
-baselines:
+started at once (or staggered), each asking for every CPU, and scenarios
+where the manager should win (SCENARIOS: kernels mixed, arriving
+staggered and finishing at different times; the late arrival of a long
+region; faults: the manager stopped, a program SIGKILLed mid-run), under
+five baselines:
 
     rm        threadlab-rm, a private manager per experiment, and the libgomp
-              shim (threadlab.rm: Manager.start_private, shim_environment)
+              shim through its launcher (threadlab.rm: Manager.start_private,
+              omp_launch)
     gomp      plain libgomp defaults
     passive   OMP_WAIT_POLICY=passive
     dynamic   OMP_DYNAMIC=true
@@ -16,8 +20,8 @@ plus the dedicated runs (one instance on 1..N CPUs, gomp and rm) of the
 seed's Table 1.  An experiment is one workload run once; its instances'
 turnaround (start to exit, wait4), context switches (wait4's rusage),
 verification and team sizes (the kernel's JSON line) are measured.  The
-experiments of every cell (kernel x baseline x degree, or kernel x baseline x
-CPUs) run in one seeded random order.  Each cell becomes threadlab.record/1
+experiments of every cell (kernel x baseline x degree, kernel x baseline x
+CPUs, or scenario x baseline) run in one seeded random order.  Each cell becomes threadlab.record/1
 records whose samples are one value per experiment (tables_multiprog.py
 computes the seed's Tables 1 and 2 from them).
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -65,6 +70,18 @@ DEFAULT_TIMEOUT_S = 600.0
 QUICK_TIMEOUT_S = 60.0
 DEFAULT_POLICY = "timeshare"  # the seed's time-sharing dynamic space sharing
 DEFAULT_QUANTUM_MS = 100
+
+# Scenarios: what a program does when (each asks for every CPU).  Offsets
+# and fault times are in units of the size's SCENARIO_UNIT_S, so that the
+# programs overlap at every size; the late arrival is 30 ms, as observed.
+SCENARIOS: tuple[str, ...] = ("mixed", "staggered", "late", "stop", "kill")
+SCENARIO_UNIT_S: dict[str, float] = {"small": 0.01, "S": 0.05, "W": 0.1, "A": 0.5}
+LATE_S = 0.03
+# The late arrival's CG is short beside its EP: one size smaller.
+SHORTER: dict[str, str] = {"small": "small", "S": "small", "W": "S", "A": "W"}
+# The baselines that beat rm's competitors: the target compares rm with the
+# best of these (docs/study-multiprog.md).
+COMPETITORS: tuple[str, ...] = ("passive", "dynamic", "static")
 
 # Environment a baseline must not inherit from the user's shell.
 _SCRUBBED = re.compile(r"^(OMP_|GOMP_|KMP_|THREADLAB_OMP_|THREADLAB_RM_)")
@@ -108,6 +125,13 @@ def parse_degrees(text: str) -> list[int]:
                         f"from 1 to {MAX_DEGREE}, as a list and/or ranges (e.g. 1,2,4,8 or 1-4)") from None
 
 
+def parse_scenarios(text: str) -> list[str]:
+    """--scenarios mixed,late or none: the scenarios."""
+    if text.strip() == "none":
+        return []
+    return _names("--scenarios", text, SCENARIOS, "scenario")
+
+
 def parse_size(text: str) -> str:
     if text not in SIZES:
         raise UserError(f"--size {text}: expected one of {', '.join(SIZES)} (small: CI; W: like NAS class W)")
@@ -135,6 +159,74 @@ def static_split(cpus: Sequence[int], k: int) -> list[list[int]]:
         shares.append(cpus[start:start + size])
         start += size
     return shares
+
+
+# -------------------------------------------------------------- scenarios
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One program of a scenario: its kernel, when it starts (s after the
+    first) and its size (None: the study's)."""
+
+    kernel: str
+    at_s: float
+    size: str | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    summary: str
+    entries: tuple[Entry, ...]
+    fault: str | None = None  # None, "stop" (the manager stops), "kill" (entry 0 is SIGKILLed)
+    fault_at_s: float = 0.0
+    baselines: tuple[str, ...] | None = None  # None: every baseline selected
+
+    @property
+    def workload(self) -> str:
+        """"ep@0s,cg@0.1s,mg@0.2s": the programs (with their size when it is
+        not the study's) and their start offsets."""
+        return ",".join(f"{e.kernel}{f'({e.size})' if e.size else ''}@{e.at_s:g}s" for e in self.entries)
+
+    @property
+    def fault_text(self) -> str | None:
+        if self.fault == "stop":
+            return f"manager stopped at {self.fault_at_s:g}s"
+        if self.fault == "kill":
+            return f"{self.entries[0].kernel}#0 SIGKILLed at {self.fault_at_s:g}s"
+        return None
+
+    def measured(self, index: int) -> bool:
+        """Whether entry `index`'s turnaround counts (not the one killed)."""
+        return not (self.fault == "kill" and index == 0)
+
+
+def scenario(name: str, size: str) -> Scenario:
+    """The scenario `name` at `size` (offsets scaled by SCENARIO_UNIT_S)."""
+    u = SCENARIO_UNIT_S.get(size, SCENARIO_UNIT_S[DEFAULT_SIZE])
+    if name == "mixed":
+        return Scenario(name, "EP, CG and MG arriving one unit apart and finishing at different times: a static "
+                        "split strands the CPUs of whoever finishes first, passive waiting oversubscribes",
+                        (Entry("ep", 0.0), Entry("cg", u), Entry("mg", 2 * u)))
+    if name == "staggered":
+        return Scenario(name, "SP, CG, EP and MG arriving one unit apart: more programs than CPUs, long and "
+                        "barrier-heavy regions together",
+                        (Entry("sp", 0.0), Entry("cg", u), Entry("ep", 2 * u), Entry("mg", 3 * u)))
+    if name == "late":
+        shorter = SHORTER.get(size, size)
+        return Scenario(name, f"a short CG (size {shorter}), then EP {LATE_S * 1e3:g} ms later: EP's only region "
+                        "must get the CPUs back when CG exits",
+                        (Entry("cg", 0.0, shorter if shorter != size else None), Entry("ep", LATE_S)))
+    if name == "stop":
+        return Scenario(name, "SP and CG at once, the manager stopped one unit in (rm); the same workload under "
+                        "passive libgomp is the reference", (Entry("sp", 0.0), Entry("cg", 0.0)), fault="stop",
+                        fault_at_s=u, baselines=("rm", "passive"))
+    if name == "kill":
+        return Scenario(name, "two EPs at once, the first SIGKILLed one unit in: the survivor should get every CPU "
+                        "(its turnaround is measured)", (Entry("ep", 0.0), Entry("ep", 0.0)), fault="kill",
+                        fault_at_s=u)
+    raise ValueError(f"unknown scenario {name!r}")
 
 
 # ------------------------------------------------------------------- plan
@@ -173,6 +265,10 @@ class Cell:
     regions: list[int] = field(default_factory=list)
     kernel_times: list[float] = field(default_factory=list)
     managed: list[bool | None] = field(default_factory=list)
+    shim_states: list[int | None] = field(default_factory=list)
+    scenario: Scenario | None = None
+    entry_turnarounds: dict[int, list[float]] = field(default_factory=dict)  # entry -> one per experiment
+    faults_applied: int = 0
     wrong: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     runs_done: int = 0
@@ -183,6 +279,8 @@ class Cell:
     def label(self) -> str:
         if self.dedicated:
             return f"{self.app} {self.baseline} dedicated cpus={self.cpus}"
+        if self.scenario:
+            return f"{self.scenario.name} {self.baseline}"
         return f"{self.app} {self.baseline} degree={self.degree}"
 
 
@@ -197,7 +295,9 @@ class Plan:
     seed: int
     cpus: list[int]
     dedicated: bool
+    scenarios: list[str]
     policy: str
+    other_load: str
     quantum_ms: int
     timeout_s: float
     quick: bool
@@ -209,7 +309,8 @@ class Plan:
         return {
             "study": STUDY, "apps": self.apps, "baselines": self.baselines, "degrees": self.degrees,
             "runs": self.runs, "size": self.size, "stagger_s": self.stagger_s, "seed": self.seed,
-            "cpus": self.cpus, "dedicated": self.dedicated, "policy": self.policy, "quantum_ms": self.quantum_ms,
+            "cpus": self.cpus, "dedicated": self.dedicated, "scenarios": self.scenarios, "policy": self.policy,
+            "other_load": self.other_load, "quantum_ms": self.quantum_ms,
             "timeout_s": self.timeout_s, "quick": self.quick,
         }
 
@@ -234,7 +335,20 @@ class Plan:
                 "placements": ["unbound"], "default_placements": ["unbound"], "params": params,
                 "program": PROGRAM, "study": STUDY,
             })
+        for name in self.scenarios:
+            sc = scenario(name, self.size)
+            entries.append({
+                "benchmark": BENCHMARK_PREFIX + name, "model": ",".join(self.scenario_baselines(sc)),
+                "summary": sc.summary, "quantity": TURNAROUND_QUANTITY, "unit": "s", "threads": len(self.cpus),
+                "placements": ["unbound"], "default_placements": ["unbound"],
+                "params": [{"name": "workload", "help": "programs and start offsets", "values": [sc.workload],
+                            "quick_values": [sc.workload]}],
+                "program": PROGRAM, "study": STUDY,
+            })
         return entries
+
+    def scenario_baselines(self, sc: Scenario) -> list[str]:
+        return [b for b in self.baselines if sc.baselines is None or b in sc.baselines]
 
 
 def find_program() -> Path:
@@ -254,13 +368,15 @@ def make_plan(
     seed: int | None = None,
     cpus: Sequence[int] | None = None,
     dedicated: bool = True,
+    scenarios: Sequence[str] | None = None,
     policy: str = DEFAULT_POLICY,
+    other_load: str = "count",
     quantum_ms: int = DEFAULT_QUANTUM_MS,
     timeout_s: float | None = None,
     quick: bool = False,
 ) -> Plan:
     """Every cell and every experiment, in a seeded random order, settled
-    before anything runs."""
+    before anything runs.  scenarios None: every scenario."""
     apps = list(apps or APPS)
     baselines = list(baselines or BASELINES)
     degrees = sorted(set(degrees or (QUICK_DEGREES if quick else DEFAULT_DEGREES)))
@@ -273,6 +389,8 @@ def make_plan(
         raise UserError(f"--stagger {stagger_s:g}: expected seconds from 0 to {MAX_STAGGER_S:g}")
     cpus = list(cpus) if cpus is not None else allowed_cpus()
     policy = rm.check_policy(policy, "--policy")
+    if other_load not in rm.OTHER_LOAD:
+        raise UserError(f"--other-load {other_load}: expected {' or '.join(rm.OTHER_LOAD)}")
     quantum_ms = rm.check_quantum(quantum_ms)
     if seed is None:
         seed = new_seed()
@@ -285,9 +403,16 @@ def make_plan(
         for baseline in baselines:
             for degree in degrees:
                 cells.append(Cell(len(cells), app, baseline, degree, len(cpus), False))
+    scenarios = [name for name in SCENARIOS if name in (SCENARIOS if scenarios is None else scenarios)]
+    for name in scenarios:
+        sc = scenario(name, size)
+        for baseline in baselines:
+            if sc.baselines is None or baseline in sc.baselines:
+                cells.append(Cell(len(cells), name, baseline, len(sc.entries), len(cpus), False, scenario=sc))
     numbered = interleaved_jobs([cell.index for cell in cells], runs, seed)
     return Plan(apps=apps, baselines=baselines, degrees=degrees, runs=runs, size=size, stagger_s=stagger_s,
-                seed=seed, cpus=cpus, dedicated=dedicated, policy=policy, quantum_ms=quantum_ms,
+                seed=seed, cpus=cpus, dedicated=dedicated, scenarios=scenarios, policy=policy, other_load=other_load,
+                quantum_ms=quantum_ms,
                 timeout_s=timeout_s or (QUICK_TIMEOUT_S if quick else DEFAULT_TIMEOUT_S), quick=quick,
                 program=program, cells=cells, jobs=numbered)
 
@@ -310,29 +435,42 @@ def clean_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Launch:
-    """How one instance starts: its environment and its CPU mask (None: inherited)."""
+    """How one instance starts: its argv, environment, CPU mask (None:
+    inherited), and when (s after the experiment's first start)."""
 
+    argv: list[str]
     env: dict[str, str]
     affinity: list[int] | None
+    at_s: float = 0.0
 
 
-def launches(cell: Cell, cpus: Sequence[int], manager_dir: Path | None) -> list[Launch]:
+def launches(cell: Cell, plan: Plan, manager_dir: Path | None) -> list[Launch]:
     """The instances of one experiment of the cell.  Every instance asks
     for every CPU of the experiment (OMP_NUM_THREADS), except under static,
-    where each asks for its share."""
+    where each asks for its share.  Under rm each goes through the shim's
+    launcher (rm.omp_launch), as `threadlab omp run` would start it."""
     base = clean_environment()
-    own = list(cpus[: cell.cpus]) if cell.dedicated else list(cpus)
+    own = list(plan.cpus[: cell.cpus]) if cell.dedicated else list(plan.cpus)
+    if cell.scenario:
+        programs = [(e.kernel, e.at_s, e.size or plan.size) for e in cell.scenario.entries]
+    else:
+        programs = [(cell.app, i * plan.stagger_s, plan.size) for i in range(cell.degree)]
     ask = {"OMP_NUM_THREADS": str(len(own))}
     affinity = own if cell.dedicated else None
-    if cell.baseline == "rm":
-        assert manager_dir is not None
-        env = rm.shim_environment(base, directory=manager_dir, quiet=True)
-        return [Launch({**env, **ask}, affinity) for _ in range(cell.degree)]
-    if cell.baseline == "static":
-        return [Launch({**base, "OMP_NUM_THREADS": str(len(share))}, share)
-                for share in static_split(own, cell.degree)]
+    starts = []
+    shares = static_split(own, len(programs)) if cell.baseline == "static" else [None] * len(programs)
     extra = {"passive": {"OMP_WAIT_POLICY": "passive"}, "dynamic": {"OMP_DYNAMIC": "true"}}.get(cell.baseline, {})
-    return [Launch({**base, **ask, **extra}, affinity) for _ in range(cell.degree)]
+    for (kernel, at_s, size), share in zip(programs, shares):
+        argv = [str(plan.program), "--run", BENCHMARK_PREFIX + kernel, "--param", f"size={size}"]
+        if cell.baseline == "rm":
+            assert manager_dir is not None
+            argv, env = rm.omp_launch(argv, base, directory=manager_dir, quiet=True)
+            starts.append(Launch(argv, {**env, **ask}, affinity, at_s))
+        elif share is not None:
+            starts.append(Launch(argv, {**base, "OMP_NUM_THREADS": str(len(share))}, share, at_s))
+        else:
+            starts.append(Launch(argv, {**base, **ask, **extra}, affinity, at_s))
+    return starts
 
 
 # ---------------------------------------------------------------- running
@@ -346,6 +484,8 @@ class Experiment:
     reason: str | None
     instances: list[Instance]
     makespan_s: float
+    measured: list[bool] = field(default_factory=list)  # per instance: its turnaround counts (not killed)
+    fault_applied: bool = False
 
 
 class _Child:
@@ -353,11 +493,11 @@ class _Child:
     wait4, no polling: the CPUs belong to the workload), its output in
     files."""
 
-    def __init__(self, argv: list[str], launch: Launch, out_dir: Path, number: int, timeout_s: float) -> None:
+    def __init__(self, launch: Launch, out_dir: Path, number: int, timeout_s: float) -> None:
         self.stdout_path = out_dir / f"{number}.out"
         self.stderr_path = out_dir / f"{number}.err"
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.watched = process.Watched(argv, timeout_s=timeout_s, affinity=launch.affinity,
+            self.watched = process.Watched(launch.argv, timeout_s=timeout_s, affinity=launch.affinity,
                                            stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=launch.env)
         self.started = self.watched.started
         self.thread = self.watched.thread
@@ -368,6 +508,17 @@ class _Child:
 
     def kill(self) -> None:
         self.watched.kill()
+
+    def sigkill(self) -> bool:
+        """The fault: SIGKILL to the program alone (no goodbye to the
+        manager); False when it had exited already."""
+        if self.ended is not None:
+            return False
+        try:
+            os.kill(self.watched.popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return False
+        return True
 
     def instance(self) -> Instance:
         assert self.watched.ended is not None
@@ -400,7 +551,7 @@ def instance_data(stdout: str) -> dict[str, Any]:
         size, _, count = part.partition(":")
         if size.isdigit() and count.isdigit():
             teams[int(size)] = int(count)
-    regions = extra.get("regions")
+    regions, state = extra.get("regions"), extra.get("shim_state")
     return {
         **extra,
         "kernel": record["benchmark"].removeprefix(BENCHMARK_PREFIX),
@@ -410,6 +561,7 @@ def instance_data(stdout: str) -> dict[str, Any]:
         "time_s": record["samples"][0] if record["samples"] else None,
         "teams": teams,
         "regions": int(regions) if isinstance(regions, (int, float)) else None,
+        "shim_state": int(state) if isinstance(state, (int, float)) else None,
         "managed": {"yes": True, "no": False}.get(str(extra.get("managed"))),
     }
 
@@ -430,29 +582,63 @@ def _instance_problem(instance: Instance) -> tuple[str, str] | None:
 
 def run_experiment(plan: Plan, cell: Cell, stop: StopRequest) -> Experiment | None:
     """Runs the cell's workload once: a private manager first for rm; the
-    instances started together (or staggered); every one waited for, or
-    killed at the timeout.  None when a stop was requested meanwhile."""
-    argv = [str(plan.program), "--run", BENCHMARK_PREFIX + cell.app, "--param", f"size={plan.size}"]
+    instances started together (or at their offsets); the scenario's fault
+    at its time; every instance waited for, or killed at the timeout.  None
+    when a stop was requested meanwhile."""
     work = Path(tempfile.mkdtemp(prefix="threadlab-multiprog-"))
     children: list[_Child] = []
     manager: rm.Manager | None = None
+    sc = cell.scenario
     try:
         if cell.baseline == "rm":
             own = plan.cpus[: cell.cpus]
             # Owned by this process: a study killed even by SIGKILL takes
             # its manager, arena and directory with it.
-            manager = rm.Manager.start_private(policy=plan.policy, quantum_ms=plan.quantum_ms, cpus=own)
-        starts = launches(cell, plan.cpus, manager.directory if manager else None)
+            manager = rm.Manager.start_private(policy=plan.policy, quantum_ms=plan.quantum_ms, cpus=own,
+                                               other_load=plan.other_load)
+        starts = launches(cell, plan, manager.directory if manager else None)
         deadline = time.monotonic() + plan.timeout_s
         first = time.monotonic()
+        fault_at = first + sc.fault_at_s if sc and sc.fault else None
+        applied = False
+
+        def registered() -> bool:
+            """Every program started and registered with the manager (a stop
+            before that would find programs that never met it)."""
+            assert manager is not None
+            if len(children) < len(starts):
+                return False
+            try:
+                return len(manager.status().get("apps", [])) >= sum(c.ended is None for c in children)
+            except ThreadlabError:
+                return True
+
+        def fault_due() -> bool:
+            """Applies the fault once its time has come: SIGKILL to the first
+            program, or the manager stopped once every program is managed.
+            True when it was applied now."""
+            nonlocal fault_at, applied
+            if fault_at is None or time.monotonic() < fault_at:
+                return False
+            if sc and sc.fault == "kill" and children:
+                applied = children[0].sigkill()
+            elif sc and sc.fault == "stop" and manager is not None:
+                if not registered():
+                    fault_at = time.monotonic() + 0.02  # look again soon
+                    return False
+                applied = any(c.ended is None for c in children)
+                manager.stop()
+            fault_at = None
+            return applied
+
         for number, launch in enumerate(starts):
-            if number and plan.stagger_s:
-                wake = first + number * plan.stagger_s
-                while not stop.requested and time.monotonic() < wake:
-                    time.sleep(min(0.05, max(0.0, wake - time.monotonic())))
+            wake = first + launch.at_s
+            while not stop.requested and time.monotonic() < wake:
+                fault_due()
+                time.sleep(min(0.01, max(0.0, wake - time.monotonic())))
             if stop.requested:
                 break
-            children.append(_Child(argv, launch, work, number, plan.timeout_s))
+            children.append(_Child(launch, work, number, plan.timeout_s))
         timed_out = False
         for child in children:
             while child.thread.is_alive() and not stop.requested:
@@ -460,7 +646,8 @@ def run_experiment(plan: Plan, cell: Cell, stop: StopRequest) -> Experiment | No
                 if left <= 0:
                     timed_out = True
                     break
-                child.thread.join(min(0.1, left))
+                fault_due()
+                child.thread.join(min(0.01 if fault_at is not None else 0.1, left))
             if timed_out or stop.requested:
                 break
         if stop.requested:
@@ -468,14 +655,16 @@ def run_experiment(plan: Plan, cell: Cell, stop: StopRequest) -> Experiment | No
         if timed_out:
             return Experiment("failed", f"timed out after {plan.timeout_s:g} s", [], 0.0)
         instances = [child.instance() for child in children]
+        measured = [sc.measured(i) if sc else True for i in range(len(instances))]
         makespan = max(c.ended for c in children if c.ended is not None) - min(c.started for c in children)
-        problems = [p for p in map(_instance_problem, instances) if p]
+        problems = [p for i, p in enumerate(map(_instance_problem, instances))
+                    if p and not (sc and sc.fault == "kill" and i == 0 and instances[0].exit_status == -9)]
         if problems:
             kind = "failed" if any(p[0] == "failed" for p in problems) else "wrong"
             first_problem = next(p for p in problems if p[0] == kind)
             reason = f"{len(problems)} of {len(instances)} instances: {first_problem[1]}"
-            return Experiment(kind, reason, instances if kind == "wrong" else [], makespan)
-        return Experiment("ok", None, instances, makespan)
+            return Experiment(kind, reason, instances if kind == "wrong" else [], makespan, measured, applied)
+        return Experiment("ok", None, instances, makespan, measured, applied)
     except ThreadlabError as error:  # the manager did not start
         return Experiment("failed", str(error).splitlines()[0], [], 0.0)
     except OSError as error:  # an instance could not be started
@@ -498,7 +687,12 @@ def record_experiment(cell: Cell, experiment: Experiment) -> None:
         return
     if experiment.kind == "wrong":
         cell.wrong.append(experiment.reason or "wrong result")
-    instances = experiment.instances
+    measured = experiment.measured or [True] * len(experiment.instances)
+    instances = [i for i, counts in zip(experiment.instances, measured) if counts]
+    if not instances:
+        cell.failures.append("no instance was measured")
+        return
+    cell.faults_applied += experiment.fault_applied
     turnarounds = [i.turnaround_s for i in instances]
     cell.instance_turnarounds += turnarounds
     cell.mean_turnaround.append(sum(turnarounds) / len(turnarounds))
@@ -506,6 +700,9 @@ def record_experiment(cell: Cell, experiment: Experiment) -> None:
     cell.makespan.append(experiment.makespan_s)
     cell.voluntary.append(sum(i.voluntary for i in instances) / len(instances))
     cell.involuntary.append(sum(i.involuntary for i in instances) / len(instances))
+    for index, (instance, counts) in enumerate(zip(experiment.instances, measured)):
+        if counts:
+            cell.entry_turnarounds.setdefault(index, []).append(instance.turnaround_s)
     for instance in instances:
         for size, count in (instance.data.get("teams") or {}).items():
             if str(size).isdigit() and isinstance(count, int):
@@ -515,6 +712,8 @@ def record_experiment(cell: Cell, experiment: Experiment) -> None:
         if isinstance(instance.data.get("time_s"), (int, float)):
             cell.kernel_times.append(float(instance.data["time_s"]))
         cell.managed.append(instance.data.get("managed"))
+        state = instance.data.get("shim_state")
+        cell.shim_states.append(state if isinstance(state, int) else None)
         cell.last = instance.data
 
 
@@ -530,6 +729,9 @@ def run_study(plan: Plan, on_record: Callable[[Cell, dict[str, Any]], None], pro
 
 # ---------------------------------------------------------------- records
 
+
+# threadlab-npb's "shim_state" (threadlab/omp.h TL_OMP_STATE_*).
+SHIM_MANAGED, SHIM_COOPERATIVE = 2, 3
 
 TURNAROUND_QUANTITY = ("mean turnaround of the workload's instances (start to exit of each process), "
                        "one sample per experiment")
@@ -566,7 +768,15 @@ def _checks(cell: Cell) -> list[dict[str, Any]]:
     if cell.failures:
         checks.append({"name": "runs", "ok": False, "value": float(measured),
                        "detail": f"{len(cell.failures)} of {cell.runs_done} experiments failed; first: {cell.failures[0]}"})
-    if cell.baseline == "rm" and cell.managed:
+    if cell.baseline == "rm" and cell.scenario and cell.scenario.fault == "stop":
+        # The manager stopped mid-run: each instance ends cooperative (or
+        # still managed, if it ended before the stop).
+        lost = sum(1 for st in cell.shim_states if st not in (SHIM_MANAGED, SHIM_COOPERATIVE))
+        checks.append({"name": "cooperative", "ok": lost == 0, "value": float(len(cell.shim_states) - lost),
+                       "detail": f"every instance ended managed or cooperative (the manager stopped in "
+                                 f"{cell.faults_applied} of {cell.runs_done} experiments while they ran)" if not lost
+                       else f"{lost} of {len(cell.shim_states)} instances ended neither managed nor cooperative"})
+    elif cell.baseline == "rm" and cell.managed:
         unmanaged = sum(1 for m in cell.managed if m is not True)
         checks.append({"name": "managed", "ok": unmanaged == 0, "value": float(len(cell.managed) - unmanaged),
                        "detail": "every instance ran under the manager (the shim said managed)" if not unmanaged
@@ -583,6 +793,7 @@ def _extra(cell: Cell, plan: Plan) -> dict[str, Any]:
         "runs_planned": plan.runs, "runs_done": cell.runs_done, "runs_failed": len(cell.failures),
         "seed": plan.seed, "program": PROGRAM, "policy": plan.policy if cell.baseline == "rm" else None,
         "quantum_ms": plan.quantum_ms if cell.baseline == "rm" else None,
+        "other_load": plan.other_load if cell.baseline == "rm" else None,
         "team_min": min(cell.teams) if cell.teams else None, "team_max": max(cell.teams) if cell.teams else None,
         "team_mean": (sum(t * n for t, n in cell.teams.items()) / regions) if regions else None,
         "teams": ",".join(f"{t}:{n}" for t, n in sorted(cell.teams.items())) or None,
@@ -593,12 +804,27 @@ def _extra(cell: Cell, plan: Plan) -> dict[str, Any]:
     if cell.baseline == "static":
         shares = static_split(plan.cpus[: cell.cpus], cell.degree)
         extra["static_split"] = " ".join(",".join(map(str, share)) for share in shares)
+    if cell.scenario:
+        sc = cell.scenario
+        extra.update({
+            "scenario": sc.name, "workload": sc.workload, "fault": sc.fault_text,
+            "faults_applied": cell.faults_applied if sc.fault else None,
+            "unit_s": SCENARIO_UNIT_S.get(plan.size),
+            "entries_turnaround_mean_s": ",".join(
+                f"{sc.entries[i].kernel}#{i}:{sum(v) / len(v):.6g}" for i, v in sorted(cell.entry_turnarounds.items())
+                if v) or None,
+        })
     return extra
 
 
 def _params(cell: Cell, plan: Plan) -> dict[str, str]:
     if cell.dedicated:
         return {"mode": "dedicated", "threads": str(cell.cpus), "size": plan.size}
+    if cell.scenario:
+        params = {"scenario": cell.scenario.name, "workload": cell.scenario.workload, "size": plan.size}
+        if cell.scenario.fault_text:
+            params["fault"] = cell.scenario.fault_text
+        return params
     params = {"degree": str(cell.degree), "size": plan.size}
     if plan.stagger_s:
         params["stagger_s"] = f"{plan.stagger_s:g}"
@@ -610,12 +836,20 @@ def cell_records(cell: Cell, plan: Plan) -> list[dict[str, Any]]:
     the order run."""
     records = []
     specs = DEDICATED_METRICS if cell.dedicated else METRICS
-    for metric, (unit, quantity, attribute) in specs.items():
+    series = [(metric, unit, quantity, getattr(cell, attribute))
+              for metric, (unit, quantity, attribute) in specs.items()]
+    if cell.scenario:  # each program's own turnaround (the late arrival's table needs EP's and CG's)
+        for index, entry in enumerate(cell.scenario.entries):
+            if cell.scenario.measured(index):
+                series.append((f"turnaround.{index}.{entry.kernel}", "s",
+                               f"turnaround of program {index} ({entry.kernel}, started at {entry.at_s:g} s), "
+                               "one sample per experiment", cell.entry_turnarounds.get(index, [])))
+    for metric, unit, quantity, values in series:
         record = new_record(
             BENCHMARK_PREFIX + cell.app, cell.baseline, metric=metric, params=_params(cell, plan),
             placement="unbound", cpus=[], unit=unit, quantity=quantity, extra=_extra(cell, plan),
         )
-        records.append(cell_record(record, getattr(cell, attribute), clock="monotonic", runs=plan.runs,
+        records.append(cell_record(record, values, clock="monotonic", runs=plan.runs,
                                    elapsed_s=sum(cell.makespan), checks=lambda: _checks(cell),
                                    failures=cell.failures, runs_done=cell.runs_done,
                                    nothing="no experiment completed"))
@@ -632,16 +866,17 @@ def dry_run_lines(plan: Plan) -> Iterable[str]:
 
     for cell in plan.cells:
         private = Path(tempfile.gettempdir()) / (rm.private_prefix() + "XXXXXX")  # made per experiment
-        starts = launches(cell, plan.cpus, private if cell.baseline == "rm" else None)
+        starts = launches(cell, plan, private if cell.baseline == "rm" else None)
         shown = []
-        for launch in starts[:2]:
-            keys = ("LD_PRELOAD", "OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_DYNAMIC", "GOMP_SPINCOUNT")
+        for launch in starts[:2] if not cell.scenario else starts:
+            keys = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_DYNAMIC", "GOMP_SPINCOUNT", rm.DIR_ENV)
             env = " ".join(f"{k}={launch.env[k]}" for k in keys if k in launch.env)
             cpus = f"taskset -c {rm.cpu_list(launch.affinity)} " if launch.affinity is not None else ""
-            argv = [str(plan.program), "--run", BENCHMARK_PREFIX + cell.app, "--param", f"size={plan.size}"]
-            shown.append(f"{env} {cpus}{shlex.join(argv)}")
-        more = f"  (+{len(starts) - 2} more)" if len(starts) > 2 else ""
-        manager = (f"# threadlab-rm --policy {plan.policy} --quantum-ms {plan.quantum_ms} "
+            at = f"at {launch.at_s:g} s: " if launch.at_s else ""
+            shown.append(f"{at}{env} {cpus}{shlex.join(launch.argv)}")
+        more = f"  (+{len(starts) - 2} more)" if len(starts) > len(shown) else ""
+        manager = (f"# threadlab-rm --policy {plan.policy} --quantum-ms {plan.quantum_ms} --other-load {plan.other_load} "
                    f"--cpus {rm.cpu_list(plan.cpus[: cell.cpus])} --owner {os.getpid()}\n"
                    if cell.baseline == "rm" else "")
-        yield f"{manager}# {cell.label}: {len(starts)} instance(s)\n" + "\n".join(shown) + more
+        fault = f", {cell.scenario.fault_text}" if cell.scenario and cell.scenario.fault_text else ""
+        yield f"{manager}# {cell.label}: {len(starts)} instance(s){fault}\n" + "\n".join(shown) + more

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from threadlab.study import apps, multiprog
+from threadlab.study import apps, multiprog, spawn
 from threadlab.study.engine import Study
 
 STUDIES: dict[str, Study] = {
     apps.STUDY: Study(apps.STUDY, apps.BENCHMARK_PREFIX, "threadlab.study.tables", "speedups"),
     multiprog.STUDY: Study(multiprog.STUDY, multiprog.BENCHMARK_PREFIX, "threadlab.study.tables_multiprog",
                            "summary_rows"),
+    spawn.STUDY: Study(spawn.STUDY, spawn.BENCHMARK_PREFIX, "threadlab.study.tables_spawn", "summary_rows"),
 }
 
 

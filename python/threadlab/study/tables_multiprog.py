@@ -2,10 +2,17 @@
 (so `threadlab show` prints them too), like the seed's (004):
 
 - Dedicated (Table 1): one instance on 1..N CPUs; rows = CPUs, columns =
-  kernel x baseline (rm, gomp); mean turnaround [95% Student t interval].
+  kernel x baseline (rm, gomp); mean turnaround [95% interval].
 - Multiprogrammed (Table 2): rows = degree, columns = kernel x baseline;
   mean turnaround of the workload's instances [95% interval across the
   experiments].
+- Scenarios: rows = scenario (mixed kernels, staggered arrivals, the late
+  arrival, faults), columns = baselines, and rm against the best of
+  passive, dynamic and static (Fieller interval); the late arrival's gap to
+  "EP alone on every CPU plus CG's run time".
+
+Intervals of means of times are on the log scale (stats.mean_interval):
+they never reach below zero.
 - Against plain libgomp: each baseline's mean turnaround / gomp's at the
   same degree, with its 95% Fieller interval (stats.ratio_of_means).
 - Per kernel, every measure: mean and maximum turnaround, makespan, the
@@ -23,9 +30,9 @@ from rich.console import Console
 from rich.text import Text
 
 from threadlab.analysis import stats
-from threadlab.study.multiprog import APPS, BASELINES, BENCHMARK_PREFIX
-from threadlab.study.cells import mean_cell, print_titled as _print, speedup_cell
 from threadlab.output.table import Footnotes
+from threadlab.study.cells import mean_cell, print_titled as _print, speedup_cell
+from threadlab.study.multiprog import APPS, BASELINES, BENCHMARK_PREFIX, COMPETITORS, SCENARIOS
 
 Key = tuple[str, str, str, int]  # metric, kernel, baseline, degree (dedicated: CPUs)
 
@@ -38,9 +45,14 @@ class MultiprogData:
     cpus: list[int] = field(default_factory=list)  # dedicated CPU counts
     workloads: dict[Key, Mapping[str, Any]] = field(default_factory=dict)
     dedicated: dict[Key, Mapping[str, Any]] = field(default_factory=dict)
+    scenarios: list[str] = field(default_factory=list)
+    scenario_records: dict[tuple[str, str, str], Mapping[str, Any]] = field(default_factory=dict)
 
     def get(self, metric: str, app: str, baseline: str, degree: int) -> Mapping[str, Any] | None:
         return self.workloads.get((metric, app, baseline, degree))
+
+    def scenario(self, metric: str, name: str, baseline: str) -> Mapping[str, Any] | None:
+        return self.scenario_records.get((metric, name, baseline))
 
     def alone(self, app: str) -> Mapping[str, Any] | None:
         """The reference of the slowdown: plain libgomp alone on every CPU
@@ -59,13 +71,17 @@ def _order(values: Sequence[str], canonical: Sequence[str]) -> list[str]:
 
 def collect(records: Sequence[Mapping[str, Any]]) -> MultiprogData:
     data = MultiprogData()
-    apps, baselines, degrees, cpus = [], [], set(), set()
+    apps, baselines, degrees, cpus, scenarios = [], [], set(), set(), []
     for record in records:
         if not str(record.get("benchmark", "")).startswith(BENCHMARK_PREFIX):
             continue
         app, baseline, params = record["benchmark"][len(BENCHMARK_PREFIX):], record["model"], record["params"]
-        apps.append(app)
         baselines.append(baseline)
+        if params.get("scenario"):
+            scenarios.append(params["scenario"])
+            data.scenario_records[(record["metric"], params["scenario"], baseline)] = record
+            continue
+        apps.append(app)
         if params.get("mode") == "dedicated":
             count = int(params.get("threads", "0"))
             cpus.add(count)
@@ -78,7 +94,56 @@ def collect(records: Sequence[Mapping[str, Any]]) -> MultiprogData:
     data.baselines = _order(baselines, BASELINES)
     data.degrees = sorted(degrees)
     data.cpus = sorted(cpus)
+    data.scenarios = _order(scenarios, SCENARIOS)
     return data
+
+
+def _mean(record: Mapping[str, Any] | None) -> float | None:
+    if record is None or record["status"] != "ok" or not record["samples"]:
+        return None
+    return float(sum(record["samples"]) / len(record["samples"]))
+
+
+def best_competitor(data: MultiprogData, name: str) -> str | None:
+    """The baseline among passive, dynamic and static with the lowest mean
+    turnaround in scenario `name` (the target compares rm with it)."""
+    means = {b: _mean(data.scenario("turnaround", name, b)) for b in COMPETITORS}
+    present = {b: m for b, m in means.items() if m is not None}
+    return min(present, key=lambda b: present[b]) if present else None
+
+
+@dataclass
+class LateGap:
+    """The late arrival under one baseline: EP's turnaround against "EP
+    alone on every CPU plus CG's run time"."""
+
+    baseline: str
+    ep: float
+    cg: float
+    alone: float
+
+    @property
+    def reference(self) -> float:
+        return self.alone + self.cg
+
+    @property
+    def gap(self) -> float:
+        return self.ep - self.reference
+
+
+def late_gaps(data: MultiprogData) -> list[LateGap]:
+    """Per baseline of the late scenario, when EP's dedicated time on every
+    CPU was measured (the dedicated runs, rm's or gomp's)."""
+    alone = None
+    if data.cpus:
+        for b in ("rm", "gomp"):
+            alone = alone if alone is not None else _mean(data.dedicated.get(("time", "ep", b, max(data.cpus))))
+    gaps = []
+    for b in data.baselines:
+        ep, cg = _mean(data.scenario("turnaround.1.ep", "late", b)), _mean(data.scenario("turnaround.0.cg", "late", b))
+        if alone is not None and ep is not None and cg is not None:
+            gaps.append(LateGap(b, ep, cg, alone))
+    return gaps
 
 
 def _size(records: Sequence[Mapping[str, Any]]) -> str:
@@ -104,7 +169,7 @@ def _count_cell(record: Mapping[str, Any] | None) -> str:
 
 def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = "Study multiprog") -> None:
     data = collect(records)
-    if not data.apps:
+    if not data.apps and not data.scenarios:
         console.print(f"{title}: no data points were measured.", markup=False)
         return
     console.print(Text(title, style="bold"))
@@ -119,6 +184,7 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
                "mean [95% interval]", [("kernel", "left"), ("CPUs", "right")] + [(b, "right") for b in dedicated],
                rows, notes.texts)
         console.print()
+    _render_scenarios(console, data, size)
     if not data.degrees:
         console.file.flush()
         return
@@ -171,6 +237,38 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
     console.file.flush()
 
 
+def _render_scenarios(console: Console, data: MultiprogData, size: str) -> None:
+    if not data.scenarios:
+        return
+    baselines = [b for b in data.baselines if any(data.scenario("turnaround", n, b) for n in data.scenarios)]
+    notes = Footnotes()
+    rows = []
+    for name in data.scenarios:
+        any_record = next(r for b in baselines if (r := data.scenario("turnaround", name, b)) is not None)
+        params = any_record["params"]
+        what = params.get("workload", "") + (f"; {params['fault']}" if params.get("fault") else "")
+        best = best_competitor(data, name)
+        rm = data.scenario("turnaround", name, "rm")
+        versus = speedup_cell(rm, data.scenario("turnaround", name, best), notes) if rm is not None and best else "—"
+        rows.append([name, what] + [mean_cell(data.scenario("turnaround", name, b), notes) for b in baselines]
+                    + [best or "—", versus])
+    _print(console, f"Scenarios where the manager should win, size {size}: mean turnaround of the programs "
+           "(the one SIGKILLed excluded) [95% interval]; rm / the best of passive, dynamic and static [95% Fieller "
+           "interval] (below 1: rm is faster)",
+           [("scenario", "left"), ("programs@start", "left")] + [(b, "right") for b in baselines]
+           + [("best other", "left"), ("rm / best other", "right")], rows, notes.texts)
+    console.print()
+    gaps = late_gaps(data)
+    if gaps:
+        rows = [[g.baseline, f"{g.ep:.3g} s", f"{g.cg:.3g} s", f"{g.alone:.3g} s", f"{g.reference:.3g} s",
+                 f"{g.gap:+.3g} s ({g.gap / g.reference:+.0%})"] for g in gaps]
+        _print(console, "The late arrival: EP's turnaround against EP alone on every CPU (the dedicated run) plus "
+               "CG's turnaround (means); the gap is what EP lost to arriving late",
+               [("baseline", "left"), ("EP", "right"), ("CG", "right"), ("EP alone", "right"),
+                ("reference", "right"), ("gap", "right")], rows)
+        console.print()
+
+
 def summary_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The multiprogrammed cells as data (for --json and the tests): mean
     turnaround with its interval, the ratio to gomp and the slowdown."""
@@ -184,7 +282,7 @@ def summary_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 if record is None or record["status"] != "ok":
                     continue
                 samples = record["samples"]
-                interval = stats.mean_ci(samples)
+                interval = stats.mean_interval(samples, record["unit"])
                 row: dict[str, Any] = {
                     "kernel": app, "baseline": b, "degree": k, "runs": len(samples),
                     "mean_turnaround_s": sum(samples) / len(samples),
@@ -200,4 +298,27 @@ def summary_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 row["slowdown"] = stats.ratio_of_means(samples, alone["samples"])[0] if alone else None
                 row["verified"] = all(c["ok"] for c in record["checks"] if c["name"] == "verified")
                 rows.append(row)
+    for name in data.scenarios:
+        best = best_competitor(data, name)
+        for b in data.baselines:
+            record = data.scenario("turnaround", name, b)
+            if record is None or record["status"] != "ok":
+                continue
+            samples = record["samples"]
+            interval = stats.mean_interval(samples, record["unit"])
+            other = data.scenario("turnaround", name, best) if best else None
+            rows.append({
+                "scenario": name, "workload": record["params"].get("workload"),
+                "fault": record["params"].get("fault"), "baseline": b, "runs": len(samples),
+                "mean_turnaround_s": sum(samples) / len(samples),
+                "low_s": interval.low if interval else None, "high_s": interval.high if interval else None,
+                "best_competitor": best,
+                "ratio_to_best_competitor": (stats.ratio_of_means(samples, other["samples"])[0]
+                                             if other is not None and other["status"] == "ok" else None),
+                "verified": all(c["ok"] for c in record["checks"] if c["name"] == "verified"),
+            })
+    for gap in late_gaps(data):
+        for row in rows:
+            if row.get("scenario") == "late" and row["baseline"] == gap.baseline:
+                row.update(late_ep_s=gap.ep, late_cg_s=gap.cg, late_ep_alone_s=gap.alone, late_gap_s=gap.gap)
     return rows

@@ -1,0 +1,161 @@
+/*
+ * barrier.c - the team barrier, and how OpenMP threads wait.
+ *
+ * Waiting. A waiter parks on a word (tl_ult_wait) at once by default: its
+ * VP then runs other ULTs (the team's threads not started yet, which it
+ * steals from a VP that is slow to take them: work first), or spins idle
+ * polling its queues, where a wake-up lands (measured: parking at once
+ * beats spinning first for parallel regions, and by far on a loaded
+ * machine). With OMP_WAIT_POLICY=active (or THREADLAB_GOMP_SPIN_US) a
+ * waiter spins that long first (100 us active), never when its VP has
+ * other ULTs ready or when one VP is active. Threads that are not ULTs
+ * (only in vp mode) spin and yield their kernel thread instead.
+ *
+ * Everything a team's threads wait for that a task can change (a barrier,
+ * taskwait, taskgroup end, the end of the region) is waited for on the
+ * team's event word: it is bumped, and its parked waiters woken, when a
+ * barrier opens, when the last child of a task or the last task of the
+ * team finishes, and when a task is queued while threads are parked. A
+ * waiter reads the word before it checks its condition, so a change in
+ * between makes it not park; and it re-checks the queued count after it
+ * counted itself as parked (the Dekker pair with the producer, which
+ * queues, then reads the parked count).
+ *
+ * The barrier: arrivals count up; the last one runs tasks until none is
+ * pending (OpenMP: a barrier completes the tasks created before it),
+ * resets the count, opens the next generation and wakes the team. Waiters
+ * run tasks while they wait. A barrier is a safe point: a thread whose VP
+ * was told to stop moves on its way out.
+ */
+#define _GNU_SOURCE
+#include "gomp.h"
+
+#include <sched.h>
+#include <time.h>
+
+/* Whether spinning makes sense now, and until when. */
+static int may_spin(void)
+{
+    return tlg_env_v.spin_ns && tl_ult_active_vps() > 1 && !tl_ult_local_ready();
+}
+
+/* A kernel thread that is not a ULT waits by yielding, then sleeping a
+ * little (it cannot park; wakers only wake ULTs). */
+static void external_pause(unsigned *n)
+{
+    if (++*n < 64) {
+        tlg_relax();
+    } else if (*n < 256) {
+        sched_yield();
+    } else {
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void tlg_wait_word(_Atomic uint32_t *word, uint32_t val)
+{
+    if (atomic_load_explicit(word, ACQ) != val)
+        return;
+    if (!tl_ult_self()) {
+        unsigned n = 0;
+        while (atomic_load_explicit(word, ACQ) == val)
+            external_pause(&n);
+        return;
+    }
+    if (may_spin()) {
+        uint64_t end = tlg_now_ns() + tlg_env_v.spin_ns;
+        for (unsigned i = 1;; i++) {
+            tlg_relax();
+            if (atomic_load_explicit(word, ACQ) != val)
+                return;
+            if ((i & 63) == 0 && tlg_now_ns() >= end)
+                break;
+        }
+    }
+    tl_ult_wait(word, val);
+}
+
+void tlg_team_event(tlg_team *team, int all)
+{
+    atomic_fetch_add_explicit(&team->event, 1, SEQ);
+    if (atomic_load_explicit(&team->nparked, SEQ))
+        tl_ult_wake(&team->event, all ? INT_MAX : 1);
+}
+
+void tlg_wait_step(tlg_thread *thr, uint32_t seen, uint64_t *spun_since, tlg_task *ancestor)
+{
+    if (tlg_task_run_one(thr, ancestor)) {
+        *spun_since = 0;
+        return;
+    }
+    tlg_team *team = thr->team;
+    if (!tl_ult_self()) {
+        unsigned n = (unsigned)(*spun_since)++;
+        external_pause(&n);
+        return;
+    }
+    if (may_spin()) {
+        uint64_t now = tlg_now_ns();
+        if (*spun_since == 0)
+            *spun_since = now;
+        if (now - *spun_since < tlg_env_v.spin_ns) {
+            for (int i = 0; i < 32; i++)
+                tlg_relax();
+            return;
+        }
+    }
+    atomic_fetch_add_explicit(&team->nparked, 1, SEQ);
+    if (atomic_load_explicit(&team->task_queued, SEQ) <= 0)
+        tl_ult_wait(&team->event, seen);
+    atomic_fetch_sub_explicit(&team->nparked, 1, RLX);
+    *spun_since = 0;
+}
+
+bool tlg_barrier(tlg_thread *thr)
+{
+    tlg_team *team = thr->team;
+    if (!team)
+        return false;
+    uint64_t spun = 0;
+    if (team->nthreads == 1) {
+        for (;;) {
+            uint32_t ev = atomic_load_explicit(&team->event, ACQ);
+            if (atomic_load_explicit(&team->task_pending, ACQ) <= 0)
+                break;
+            tlg_wait_step(thr, ev, &spun, NULL);
+        }
+        return atomic_load_explicit(&team->cancelled, RLX) != 0;
+    }
+    uint32_t gen = atomic_load_explicit(&team->bar_gen, ACQ);
+    if (atomic_fetch_add_explicit(&team->bar_arrived, 1, ACQREL) + 1 == team->nthreads) {
+        for (;;) {
+            uint32_t ev = atomic_load_explicit(&team->event, ACQ);
+            if (atomic_load_explicit(&team->task_pending, ACQ) <= 0)
+                break;
+            tlg_wait_step(thr, ev, &spun, NULL);
+        }
+        atomic_store_explicit(&team->bar_arrived, 0, RLX);
+        atomic_store_explicit(&team->bar_gen, gen + 1, REL);
+        tlg_team_event(team, 1);
+    } else {
+        for (;;) {
+            uint32_t ev = atomic_load_explicit(&team->event, ACQ);
+            if (atomic_load_explicit(&team->bar_gen, ACQ) != gen)
+                break;
+            tlg_wait_step(thr, ev, &spun, NULL);
+        }
+    }
+    tlg_safe_point();
+    return atomic_load_explicit(&team->cancelled, RLX) != 0;
+}
+
+TLG_EXPORT void GOMP_barrier(void)
+{
+    tlg_barrier(tlg_self());
+}
+
+TLG_EXPORT bool GOMP_barrier_cancel(void)
+{
+    return tlg_barrier(tlg_self());
+}

@@ -1,0 +1,458 @@
+/*
+ * env.c - the environment variables of OpenMP (and of this runtime), read
+ * once into the initial ICVs (tlg_env_v), and omp_display_env.
+ *
+ * A malformed value is reported on one line naming the variable, the value
+ * and what is accepted, and ignored (the default stays), as libgomp does.
+ *
+ *   OMP_NUM_THREADS       n[,n...]: nthreads-var per nesting level
+ *   OMP_SCHEDULE          [monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk]
+ *   OMP_DYNAMIC           true|false
+ *   OMP_NESTED            true|false (deprecated: sets max-active-levels)
+ *   OMP_MAX_ACTIVE_LEVELS n
+ *   OMP_THREAD_LIMIT      n
+ *   OMP_STACKSIZE         n[B|K|M|G] (K when no unit): OpenMP threads' stacks
+ *   OMP_WAIT_POLICY       active|passive
+ *   OMP_PROC_BIND         true|false|primary|master|close|spread[,...]
+ *   OMP_PLACES            threads|cores|sockets|a list (one place per allowed CPU)
+ *   OMP_CANCELLATION      true|false
+ *   OMP_MAX_TASK_PRIORITY n
+ *   OMP_DEFAULT_DEVICE    n
+ *   OMP_DISPLAY_ENV       true|false|verbose
+ *   THREADLAB_GOMP_TLS    identity|vp   (docs/omp-ult.md, "Thread-local storage")
+ *   THREADLAB_GOMP_SPIN_US n: how long a waiter spins before it parks
+ *   THREADLAB_GOMP_QUIET  1: no notices
+ */
+#define _GNU_SOURCE
+#include "gomp.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <omp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+tlg_env tlg_env_v;
+
+static void bad(const char *name, const char *value, const char *accepted)
+{
+    fprintf(stderr, "threadlab-gomp[%d]: %s=%s is not valid (accepted: %s); ignored\n", (int)getpid(), name,
+            value, accepted);
+}
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static const char *skip_space(const char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    return s;
+}
+
+/* A decimal unsigned number in [lo, hi]; *end after it (spaces skipped). */
+static int parse_num(const char *s, unsigned long lo, unsigned long hi, unsigned long *out, const char **end)
+{
+    s = skip_space(s);
+    if (!isdigit((unsigned char)*s))
+        return 0;
+    errno = 0;
+    char *e;
+    unsigned long v = strtoul(s, &e, 10);
+    if (errno || v < lo || v > hi)
+        return 0;
+    *out = v;
+    *end = skip_space(e);
+    return 1;
+}
+
+static int parse_bool(const char *name, int *out)
+{
+    const char *v = env(name);
+    if (!v)
+        return 0;
+    const char *s = skip_space(v);
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        n--;
+    if (n == 4 && !strncasecmp(s, "true", 4))
+        *out = 1;
+    else if (n == 5 && !strncasecmp(s, "false", 5))
+        *out = 0;
+    else {
+        bad(name, v, "true, false");
+        return 0;
+    }
+    return 1;
+}
+
+static int parse_uint(const char *name, unsigned long lo, unsigned long hi, unsigned long *out, const char *accepted)
+{
+    const char *v = env(name);
+    if (!v)
+        return 0;
+    const char *end;
+    if (!parse_num(v, lo, hi, out, &end) || *end) {
+        bad(name, v, accepted);
+        return 0;
+    }
+    return 1;
+}
+
+/* Appends v to a growing list (doubling its capacity). */
+static unsigned *list_add(unsigned *l, unsigned *n, unsigned *cap, unsigned v)
+{
+    if (*n == *cap) {
+        *cap *= 2;
+        unsigned *g = realloc(l, *cap * sizeof *l);
+        if (!g)
+            tlg_fatal("out of memory");
+        l = g;
+    }
+    l[(*n)++] = v;
+    return l;
+}
+
+/* n[,n...] into a fresh list. */
+static int parse_list(const char *name, unsigned **list, unsigned *len)
+{
+    const char *v = env(name);
+    if (!v)
+        return 0;
+    unsigned cap = 8, n = 0;
+    unsigned *l = tlg_malloc(cap * sizeof *l);
+    const char *s = v;
+    for (;;) {
+        unsigned long x;
+        const char *end;
+        if (!parse_num(s, 1, INT_MAX, &x, &end)) {
+            bad(name, v, "positive integers separated by commas");
+            free(l);
+            return 0;
+        }
+        l = list_add(l, &n, &cap, (unsigned)x);
+        if (!*end)
+            break;
+        if (*end != ',') {
+            bad(name, v, "positive integers separated by commas");
+            free(l);
+            return 0;
+        }
+        s = end + 1;
+    }
+    *list = l;
+    *len = n;
+    return 1;
+}
+
+static void parse_schedule(tlg_icv *icv)
+{
+    const char *v = env("OMP_SCHEDULE");
+    if (!v)
+        return;
+    static const char accepted[] =
+        "[monotonic:|nonmonotonic:]static|dynamic|guided|auto[,positive chunk]";
+    const char *s = skip_space(v);
+    unsigned mono = 0;
+    if (!strncasecmp(s, "monotonic", 9) && skip_space(s + 9)[0] == ':') {
+        mono = TLG_SCHED_MONOTONIC;
+        s = skip_space(skip_space(s + 9) + 1);
+    } else if (!strncasecmp(s, "nonmonotonic", 12) && skip_space(s + 12)[0] == ':') {
+        s = skip_space(skip_space(s + 12) + 1);
+    }
+    static const struct {
+        const char *name;
+        unsigned kind;
+    } kinds[] = {{"static", TLG_SCHED_STATIC},
+                 {"dynamic", TLG_SCHED_DYNAMIC},
+                 {"guided", TLG_SCHED_GUIDED},
+                 {"auto", TLG_SCHED_AUTO}};
+    unsigned kind = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        size_t n = strlen(kinds[i].name);
+        if (!strncasecmp(s, kinds[i].name, n) && !isalpha((unsigned char)s[n])) {
+            kind = kinds[i].kind;
+            s = skip_space(s + n);
+            break;
+        }
+    }
+    if (!kind) {
+        bad("OMP_SCHEDULE", v, accepted);
+        return;
+    }
+    long chunk = 0;
+    if (*s == ',') {
+        unsigned long c;
+        const char *end;
+        if (!parse_num(s + 1, 1, LONG_MAX, &c, &end) || *end) {
+            bad("OMP_SCHEDULE", v, accepted);
+            return;
+        }
+        chunk = (long)c;
+    } else if (*s) {
+        bad("OMP_SCHEDULE", v, accepted);
+        return;
+    }
+    if (kind == TLG_SCHED_AUTO)
+        chunk = 0;
+    else if (chunk == 0 && kind != TLG_SCHED_STATIC)
+        chunk = 1;
+    icv->run_sched = kind | mono;
+    icv->run_chunk = chunk;
+}
+
+static void parse_stacksize(void)
+{
+    const char *v = env("OMP_STACKSIZE");
+    if (!v)
+        v = env("GOMP_STACKSIZE");
+    if (!v)
+        return;
+    static const char accepted[] = "a positive size with an optional unit B, K, M or G (K when none)";
+    const char *s = skip_space(v);
+    if (!isdigit((unsigned char)*s)) {
+        bad("OMP_STACKSIZE", v, accepted);
+        return;
+    }
+    errno = 0;
+    char *e;
+    unsigned long long n = strtoull(s, &e, 10);
+    e = (char *)skip_space(e);
+    unsigned shift = 10;
+    switch (toupper((unsigned char)*e)) {
+    case 'B':
+        shift = 0;
+        e++;
+        break;
+    case 'K':
+        shift = 10;
+        e++;
+        break;
+    case 'M':
+        shift = 20;
+        e++;
+        break;
+    case 'G':
+        shift = 30;
+        e++;
+        break;
+    default:
+        break;
+    }
+    e = (char *)skip_space(e);
+    if (errno || *e || n == 0 || n > (1ull << 30) >> shift) {
+        bad("OMP_STACKSIZE", v, accepted);
+        return;
+    }
+    size_t bytes = (size_t)(n << shift);
+    tlg_env_v.stacksize = bytes < 16384 ? 16384 : bytes;
+}
+
+static int bind_kind(const char *s, size_t n)
+{
+    static const struct {
+        const char *name;
+        int kind;
+    } kinds[] = {{"false", omp_proc_bind_false}, {"true", omp_proc_bind_true},
+                 {"master", omp_proc_bind_master}, {"primary", omp_proc_bind_master},
+                 {"close", omp_proc_bind_close},   {"spread", omp_proc_bind_spread}};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strlen(kinds[i].name) == n && !strncasecmp(s, kinds[i].name, n))
+            return kinds[i].kind;
+    return -1;
+}
+
+static void parse_proc_bind(tlg_icv *icv)
+{
+    const char *v = env("OMP_PROC_BIND");
+    if (!v)
+        return;
+    static const char accepted[] = "true, false, or a list of primary, master, close, spread";
+    unsigned cap = 4, n = 0;
+    unsigned *l = tlg_malloc(cap * sizeof *l);
+    const char *s = v;
+    for (;;) {
+        s = skip_space(s);
+        size_t len = 0;
+        while (isalpha((unsigned char)s[len]))
+            len++;
+        int k = bind_kind(s, len);
+        if (k < 0 || (n > 0 && (k == omp_proc_bind_false || k == omp_proc_bind_true))) {
+            bad("OMP_PROC_BIND", v, accepted);
+            free(l);
+            return;
+        }
+        l = list_add(l, &n, &cap, (unsigned)k);
+        s = skip_space(s + len);
+        if (!*s)
+            break;
+        if (*s != ',' || k == omp_proc_bind_false || k == omp_proc_bind_true) {
+            bad("OMP_PROC_BIND", v, accepted);
+            free(l);
+            return;
+        }
+        s++;
+    }
+    icv->bind = l[0];
+    tlg_env_v.bind_list = l;
+    tlg_env_v.bind_len = n;
+}
+
+static void find_places(void)
+{
+    cpu_set_t set;
+    int n = 0;
+    int *cpus = NULL;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        cpus = tlg_malloc(sizeof(int) * (size_t)CPU_COUNT(&set));
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set))
+                cpus[n++] = c;
+    }
+    tlg_env_v.place_cpu = cpus;
+    /* places exist once threads are bound or places are asked for */
+    int bound = tlg_env_v.icv.bind != omp_proc_bind_false || env("OMP_PLACES");
+    tlg_env_v.nplaces = bound ? (unsigned)n : 0;
+}
+
+void tlg_env_init(void)
+{
+    tlg_env *e = &tlg_env_v;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        ncpu = CPU_COUNT(&set);
+    tlg_icv *icv = &e->icv;
+    icv->nthreads = ncpu > 0 ? (unsigned)ncpu : 1;
+    icv->thread_limit = INT_MAX;
+    icv->run_sched = TLG_SCHED_DYNAMIC;
+    icv->run_chunk = 1;
+    icv->max_active_levels = 1;
+    icv->bind = omp_proc_bind_false;
+    icv->dyn = 0;
+    icv->default_device = 0;
+    e->wait_policy = -1;
+    e->spin_ns = 0; /* park at once: the idle VP spins (and steals) instead */
+    e->quiet = env("THREADLAB_GOMP_QUIET") && strcmp(env("THREADLAB_GOMP_QUIET"), "0") != 0;
+
+    if (parse_list("OMP_NUM_THREADS", &e->nthreads_list, &e->nthreads_len))
+        icv->nthreads = e->nthreads_list[0];
+    parse_schedule(icv);
+    int b;
+    if (parse_bool("OMP_DYNAMIC", &b)) {
+        icv->dyn = b;
+        e->dyn_explicit = 1;
+    }
+    unsigned long u;
+    if (parse_uint("OMP_THREAD_LIMIT", 1, INT_MAX, &u, "a positive integer"))
+        icv->thread_limit = (unsigned)u;
+    parse_proc_bind(icv);
+    if (parse_uint("OMP_MAX_ACTIVE_LEVELS", 0, INT_MAX, &u, "a non-negative integer")) {
+        icv->max_active_levels = u > 255 ? 255 : (unsigned)u;
+    } else if (parse_bool("OMP_NESTED", &b)) {
+        icv->max_active_levels = b ? 255 : 1;
+    } else if (e->nthreads_len > 1 || e->bind_len > 1) {
+        icv->max_active_levels = 255;
+    }
+    parse_stacksize();
+    const char *w = env("OMP_WAIT_POLICY");
+    if (w) {
+        if (!strcasecmp(skip_space(w), "active"))
+            e->wait_policy = 1;
+        else if (!strcasecmp(skip_space(w), "passive"))
+            e->wait_policy = 0;
+        else
+            bad("OMP_WAIT_POLICY", w, "active, passive");
+    }
+    if (e->wait_policy == 1)
+        e->spin_ns = 100000;
+    if (parse_uint("THREADLAB_GOMP_SPIN_US", 0, 10000000, &u, "microseconds, a non-negative integer"))
+        e->spin_ns = (uint64_t)u * 1000u;
+    if (parse_bool("OMP_CANCELLATION", &b))
+        e->cancellation = b;
+    if (parse_uint("OMP_MAX_TASK_PRIORITY", 0, INT_MAX, &u, "a non-negative integer"))
+        e->max_task_priority = (int)u;
+    if (parse_uint("OMP_DEFAULT_DEVICE", 0, INT_MAX, &u, "a non-negative integer"))
+        icv->default_device = (int)u;
+    const char *t = env("THREADLAB_GOMP_TLS");
+    e->tls_mode = tl_ult_identity_supported() ? TLG_TLS_IDENTITY : TLG_TLS_VP;
+    if (t) {
+        if (!strcasecmp(t, "vp"))
+            e->tls_mode = TLG_TLS_VP;
+        else if (!strcasecmp(t, "identity") && tl_ult_identity_supported())
+            e->tls_mode = TLG_TLS_IDENTITY;
+        else
+            bad("THREADLAB_GOMP_TLS", t,
+                tl_ult_identity_supported() ? "identity, vp" : "vp (identities need x86-64 and no sanitizer)");
+    }
+    find_places();
+    const char *d = env("OMP_DISPLAY_ENV");
+    if (d) {
+        if (!strcasecmp(skip_space(d), "verbose"))
+            e->display_env = 2;
+        else if (parse_bool("OMP_DISPLAY_ENV", &b))
+            e->display_env = b;
+    }
+    if (e->display_env)
+        tlg_display_env(e->display_env == 2);
+}
+
+static const char *sched_name(unsigned kind)
+{
+    switch (kind & ~TLG_SCHED_MONOTONIC) {
+    case TLG_SCHED_STATIC:
+        return "STATIC";
+    case TLG_SCHED_DYNAMIC:
+        return "DYNAMIC";
+    case TLG_SCHED_GUIDED:
+        return "GUIDED";
+    default:
+        return "AUTO";
+    }
+}
+
+static const char *bind_name(unsigned b)
+{
+    static const char *names[] = {"FALSE", "TRUE", "PRIMARY", "CLOSE", "SPREAD"};
+    return b < 5 ? names[b] : "?";
+}
+
+void tlg_display_env(int verbose)
+{
+    const tlg_env *e = &tlg_env_v;
+    const tlg_icv *icv = &e->icv;
+    fprintf(stderr, "\nOPENMP DISPLAY ENVIRONMENT BEGIN\n  _OPENMP = '201511'\n  OMP_DYNAMIC = '%s'\n",
+            icv->dyn ? "TRUE" : "FALSE");
+    fprintf(stderr, "  OMP_NUM_THREADS = '");
+    if (e->nthreads_len)
+        for (unsigned i = 0; i < e->nthreads_len; i++)
+            fprintf(stderr, "%s%u", i ? "," : "", e->nthreads_list[i]);
+    else
+        fprintf(stderr, "%u", icv->nthreads);
+    fprintf(stderr, "'\n  OMP_SCHEDULE = '%s%s,%ld'\n", (icv->run_sched & TLG_SCHED_MONOTONIC) ? "MONOTONIC:" : "",
+            sched_name(icv->run_sched), icv->run_chunk);
+    fprintf(stderr, "  OMP_PROC_BIND = '");
+    if (e->bind_len)
+        for (unsigned i = 0; i < e->bind_len; i++)
+            fprintf(stderr, "%s%s", i ? "," : "", bind_name(e->bind_list[i]));
+    else
+        fprintf(stderr, "%s", bind_name(icv->bind));
+    fprintf(stderr, "'\n  OMP_PLACES = '%u places'\n", e->nplaces);
+    fprintf(stderr, "  OMP_STACKSIZE = '%zu'\n", e->stacksize ? e->stacksize : TLG_DEFAULT_STACK);
+    fprintf(stderr, "  OMP_WAIT_POLICY = '%s'\n", e->wait_policy == 1 ? "ACTIVE" : "PASSIVE");
+    fprintf(stderr, "  OMP_THREAD_LIMIT = '%u'\n  OMP_MAX_ACTIVE_LEVELS = '%u'\n", icv->thread_limit,
+            icv->max_active_levels);
+    fprintf(stderr, "  OMP_CANCELLATION = '%s'\n  OMP_DEFAULT_DEVICE = '%d'\n  OMP_MAX_TASK_PRIORITY = '%d'\n",
+            e->cancellation ? "TRUE" : "FALSE", icv->default_device, e->max_task_priority);
+    if (verbose)
+        fprintf(stderr, "  THREADLAB_GOMP_TLS = '%s'\n  THREADLAB_GOMP_SPIN_US = '%llu'\n",
+                e->tls_mode == TLG_TLS_IDENTITY ? "identity" : "vp", (unsigned long long)(e->spin_ns / 1000));
+    fprintf(stderr, "OPENMP DISPLAY ENVIRONMENT END\n");
+}

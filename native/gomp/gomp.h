@@ -1,0 +1,414 @@
+/*
+ * gomp.h - private structures of libthreadlab-gomp, GCC's libgomp ABI on
+ * libthreadlab-ult (docs/omp-ult.md). Internals use the prefix tlg_; the
+ * exported entries are the ABI's GOMP_* and omp_*.
+ *
+ * The objects, as in libgomp:
+ *   tlg_thread  an OpenMP thread's state in one team (its implicit task,
+ *               its place in the team's work shares). Reached through the
+ *               ULT's local pointer (tl_ult_get_local); NULL outside any
+ *               team: the thread is then the initial thread of its own
+ *               contention group (tlg_initial()).
+ *   tlg_team    a team: its threads' states, barrier, work-share ring,
+ *               task queues.
+ *   tlg_task    an explicit task (implicit tasks are embedded in
+ *               tlg_thread); it carries the data environment (ICVs).
+ *   tlg_ws      a work share: the state of one worksharing construct
+ *               (loop, sections, single with copyprivate, scope), in a
+ *               ring of TLG_WS_RING so that threads may be up to that many
+ *               nowait constructs apart.
+ */
+#ifndef THREADLAB_GOMP_H
+#define THREADLAB_GOMP_H
+
+#include "threadlab/ult.h"
+#include "abi.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TLG_EXPORT __attribute__((visibility("default")))
+#define TLG_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TLG_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TLG_LINE 64
+#define TLG_ALIGNED __attribute__((aligned(TLG_LINE)))
+#define TLG_NORETURN __attribute__((noreturn))
+#define TLG_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+#define RLX memory_order_relaxed
+#define ACQ memory_order_acquire
+#define REL memory_order_release
+#define ACQREL memory_order_acq_rel
+#define SEQ memory_order_seq_cst
+
+typedef void (*tlg_fn)(void *);
+
+static inline void tlg_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    __asm__ volatile("" ::: "memory");
+#endif
+}
+typedef unsigned long long tlg_ull;
+
+/* Schedule kinds, as GCC passes them to GOMP_loop_start (libgomp's
+ * enum gomp_schedule_type) and as omp_sched_t numbers them (1..4). */
+enum {
+    TLG_SCHED_RUNTIME = 0,
+    TLG_SCHED_STATIC = 1,
+    TLG_SCHED_DYNAMIC = 2,
+    TLG_SCHED_GUIDED = 3,
+    TLG_SCHED_AUTO = 4,
+};
+#define TLG_SCHED_MONOTONIC 0x80000000u
+
+/* GOMP_task flags (GCC's gomp-constants.h) */
+#define TLG_TASK_UNTIED (1u << 0)
+#define TLG_TASK_FINAL (1u << 1)
+#define TLG_TASK_MERGEABLE (1u << 2)
+#define TLG_TASK_DEPEND (1u << 3)
+#define TLG_TASK_PRIORITY (1u << 4)
+#define TLG_TASK_UP (1u << 8)
+#define TLG_TASK_GRAINSIZE (1u << 9)
+#define TLG_TASK_IF (1u << 10)
+#define TLG_TASK_NOGROUP (1u << 11)
+#define TLG_TASK_REDUCTION (1u << 12)
+#define TLG_TASK_DETACH (1u << 13)
+
+/* omp_depend_t kinds (GCC's gomp-constants.h) */
+#define TLG_DEPEND_IN 1
+#define TLG_DEPEND_OUT 2
+#define TLG_DEPEND_INOUT 3
+#define TLG_DEPEND_MUTEXINOUTSET 4
+#define TLG_DEPEND_INOUTSET 5
+
+/* ---- ICVs (env.c, icv.c) --------------------------------------------- */
+
+/* The ICVs of a data environment (OpenMP 5.1, 2.4), copied into every
+ * task. */
+typedef struct tlg_icv {
+    unsigned nthreads;        /* nthreads-var, this level */
+    unsigned thread_limit;    /* thread-limit-var */
+    unsigned run_sched;       /* run-sched-var kind, | TLG_SCHED_MONOTONIC */
+    long run_chunk;           /* its chunk (0: default) */
+    unsigned max_active_levels;
+    unsigned bind;            /* bind-var, this level (omp_proc_bind_t) */
+    int dyn;                  /* dyn-var */
+    int dyn_set;              /* set by omp_set_dynamic (tlg_dyn) */
+    int default_device;
+} tlg_icv;
+
+/* Process-wide settings: parsed once from the environment (env.c). */
+typedef struct tlg_env {
+    tlg_icv icv;              /* the initial data environment */
+    unsigned *nthreads_list;  /* OMP_NUM_THREADS=4,2: per nesting level */
+    unsigned nthreads_len;
+    unsigned *bind_list;      /* OMP_PROC_BIND=spread,close */
+    unsigned bind_len;
+    size_t stacksize;         /* OMP_STACKSIZE (0: TLG_DEFAULT_STACK) */
+    int wait_policy;          /* -1 unset, 0 passive, 1 active */
+    uint64_t spin_ns;         /* how long a waiter spins before it parks */
+    int cancellation;         /* OMP_CANCELLATION */
+    int max_task_priority;
+    int display_env;          /* OMP_DISPLAY_ENV: 0, 1 true, 2 verbose */
+    int tls_mode;             /* TLG_TLS_* (THREADLAB_GOMP_TLS) */
+    int dyn_explicit;         /* OMP_DYNAMIC was given */
+    int quiet;                /* THREADLAB_GOMP_QUIET */
+    unsigned nplaces;         /* one place per allowed CPU when bound */
+    int *place_cpu;
+} tlg_env;
+
+#define TLG_DEFAULT_STACK ((size_t)8 << 20)
+
+enum { TLG_TLS_IDENTITY = 0, TLG_TLS_VP = 1 };
+
+extern tlg_env tlg_env_v;
+
+void tlg_env_init(void);                   /* env.c, once */
+void tlg_display_env(int verbose);         /* env.c */
+
+/* ---- work shares (work.c) --------------------------------------------- */
+
+#define TLG_WS_RING 16
+
+typedef struct tlg_ws {
+    /* (construct sequence number << 1) | 1 when initialised; sequence
+     * numbers of constructs that use a work share count from 0 */
+    _Atomic int64_t tag;
+    _Atomic unsigned left;    /* threads that have not ended it yet */
+    int sched;                /* TLG_SCHED_STATIC/DYNAMIC/GUIDED */
+    int ull;                  /* unsigned long long iteration space */
+    int ordered;              /* an ordered loop */
+    /* the loop as n logical iterations 0..n-1 (index = start + i * incr,
+     * long or unsigned long long), handed out from `next`; chunk in
+     * iterations (0: static without a chunk) */
+    _Atomic tlg_ull next;
+    tlg_ull n, chunk;
+    long start, incr;
+    tlg_ull start_ull, incr_ull;
+    /* ordered: the chunk ticket allowed in its ordered region; chunk
+     * tickets are handed out in iteration order under `lock` */
+    _Atomic uint32_t ordered_cur;
+    uint32_t ordered_tickets;
+    _Atomic uint32_t lock;
+    /* sections */
+    _Atomic unsigned sect_next;
+    unsigned sect_count;
+    void *copyprivate;        /* single copyprivate */
+    uintptr_t *task_reductions;
+    void *mem;                /* GOMP_loop_start/sections2_start mem */
+    size_t mem_size;
+} TLG_ALIGNED tlg_ws;
+
+/* ---- tasks (task.c) ---------------------------------------------------- */
+
+#define TLG_TASK_STRICT (1u << 14)
+
+typedef struct tlg_taskgroup {
+    struct tlg_taskgroup *prev;
+    _Atomic long pending;     /* tasks of this group not finished */
+    uintptr_t *reductions;    /* task reductions registered here (a chain) */
+    int workshare;            /* created for a worksharing task reduction */
+} tlg_taskgroup;
+
+struct tlg_dep_table;
+struct tlg_thread;
+
+typedef struct tlg_task {
+    struct tlg_task *parent;
+    struct tlg_thread *thr;   /* the team thread running it */
+    struct tlg_team *team;
+    tlg_taskgroup *taskgroup; /* the innermost taskgroup it belongs to */
+    /* references to its memory: 1 until it finishes, plus 1 per child
+     * still allocated (a child points to its parent until it is freed,
+     * so that a chain of parents can be walked); the memory of an
+     * explicit task goes when it drops to 0 */
+    _Atomic long refs;
+    _Atomic long children;    /* unfinished children (taskwait) */
+    _Atomic int waiting;      /* in taskwait: its last child bumps the event */
+    tlg_icv icv;
+    int final;
+    int implicit;
+    int deferred;
+    /* a deferred task */
+    tlg_fn fn;
+    void *data;
+    size_t alloc;             /* bytes of its allocation (0: not freed here) */
+    struct tlg_task *next_free;
+    /* dependences: the table of its children's, and its own in its
+     * parent's table (addresses at dep_addr[0..ndeps), outs first) */
+    struct tlg_dep_table *deps;
+    void **dep_addr;
+    unsigned ndeps, nout;
+    _Atomic int npred;        /* predecessors not finished (+1 while registering) */
+    struct tlg_task **succ;   /* tasks waiting for it (under the parent's table lock) */
+    unsigned nsucc, succ_cap;
+    int done;                 /* finished (under the parent's table lock) */
+    _Atomic int detach_left;  /* detach: the body and the event, each counts 1 */
+} tlg_task;
+
+/* ---- threads and teams (team.c) ---------------------------------------- */
+
+typedef struct tlg_team tlg_team;
+
+typedef struct tlg_thread {
+    tlg_team *team;           /* NULL: the initial thread of a group */
+    unsigned id;              /* thread number in the team */
+    unsigned level;           /* omp_get_level */
+    unsigned active_level;    /* omp_get_active_level */
+    unsigned team_num, num_teams; /* host teams construct */
+    tlg_task implicit;        /* its implicit task */
+    tlg_task *task;           /* the task it runs now */
+    /* work shares */
+    int64_t ws_seq;           /* the next construct's sequence number */
+    tlg_ws *ws;               /* the current one */
+    unsigned long single_count;
+    unsigned long static_trip;
+    uint32_t ord_ticket;      /* ordered: the ticket of its current chunk */
+    int ord_held;             /* it has a ticket it has not passed on */
+    struct tlg_thread *prev;  /* the master's state outside this team */
+    tl_ult_t ult;
+    tl_ult_identity *identity;
+    tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
+    tlg_task *free_tasks;     /* recycled task memory */
+    unsigned nfree_tasks;
+    int uid;                  /* OMP_1.0 nest locks: a thread number, 1.. */
+    tlg_team *cached_team;    /* the team it last started as master */
+    tlg_ws *solo;             /* work share of orphaned constructs */
+    void *legacy;             /* GOMP_parallel_start's region */
+} tlg_thread;
+
+struct tlg_team {
+    unsigned nthreads;
+    unsigned level, active_level;
+    tlg_fn fn;
+    void *data;
+    tlg_icv icv;              /* the members' implicit tasks start with it */
+    /* barrier: arrivals and generation */
+    _Atomic uint32_t bar_arrived TLG_ALIGNED;
+    _Atomic uint32_t bar_gen;
+    /* waiters of anything task-related or the barrier park on it */
+    _Atomic uint32_t event TLG_ALIGNED;
+    _Atomic uint32_t nparked;
+    _Atomic long task_pending TLG_ALIGNED; /* explicit tasks not finished */
+    _Atomic long task_queued;  /* explicit tasks queued, not started */
+    _Atomic uint32_t orphan_lock; /* tasks made ready by threads of no team */
+    tlg_task *orphans;
+    _Atomic uint32_t finished TLG_ALIGNED; /* workers done with the region */
+    _Atomic unsigned long single_count TLG_ALIGNED;
+    _Atomic int cancelled;    /* cancel parallel */
+    _Atomic int ws_cancelled; /* cancel for / sections */
+    uintptr_t *reductions;    /* GOMP_parallel_reductions */
+    tlg_taskgroup *par_taskgroup;
+    size_t cap;               /* threads this allocation holds */
+    tlg_ws ws[TLG_WS_RING];
+    tlg_thread *threads[];    /* [nthreads] */
+};
+
+/* The calling OpenMP thread's state: a team member, or the initial
+ * thread of its contention group (never NULL). */
+tlg_thread *tlg_self(void);
+static inline tlg_icv *tlg_icv_cur(void)
+{
+    return &tlg_self()->task->icv;
+}
+
+/* Starts a team of nthreads (already resolved) running fn(data) and runs
+ * the master's part; returns when the region is over. ws0: the first work
+ * share, set up by the combined constructs (NULL otherwise). */
+void tlg_parallel(tlg_fn fn, void *data, unsigned nthreads, unsigned flags,
+                  void (*ws0)(tlg_team *team, void *arg), void *ws0_arg, uintptr_t *reductions);
+/* A combined parallel loop as a work descriptor (team.c): 1 if it ran,
+ * 0 if it must run as a team of ULTs (tlg_parallel). */
+int tlg_parallel_workdesc(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(tlg_team *, void *),
+                          void *ws0_arg);
+/* GOMP 1.0's split region: the caller runs the master's part between. */
+void tlg_parallel_start(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(tlg_team *, void *), void *ws0_arg);
+void tlg_parallel_end(void);
+/* The team size for a parallel construct (num_threads clause or 0, the
+ * count of sections or 0). */
+unsigned tlg_resolve_threads(unsigned specified, unsigned count);
+/* The state of a thread outside any team (the initial thread of a
+ * contention group): one per kernel thread or ULT that never joined a
+ * team. */
+tlg_thread *tlg_initial(void);
+
+/* Runtime start (idempotent; from the first construct that needs threads). */
+void tlg_init(void);
+int tlg_ult_ready(void);
+/* 1 in a process forked after the runtime started: teams run serially. */
+extern int tlg_forked;
+
+/* ---- barrier and waiting (barrier.c) ----------------------------------- */
+
+/* The team barrier: every thread arrives, explicit tasks of the team run
+ * meanwhile, and nobody leaves before all tasks created before it are
+ * done. Returns true if the region was cancelled. */
+bool tlg_barrier(tlg_thread *thr);
+/* Wakes everything waiting on the team's event word. */
+void tlg_team_event(tlg_team *team, int all);
+/* Spins (as OMP_WAIT_POLICY says), then parks, while *word == val. */
+void tlg_wait_word(_Atomic uint32_t *word, uint32_t val);
+/* One step of waiting for a team condition that a task may fulfil: runs
+ * a task if one can run, else spins or parks on the team's event word
+ * (seen before the condition was checked). */
+void tlg_wait_step(tlg_thread *thr, uint32_t seen_event, uint64_t *spun_since, tlg_task *ancestor);
+
+/* ---- work shares (work.c) ----------------------------------------------- */
+
+/* Enters the next worksharing construct: returns 1 if the caller must
+ * initialise it (then tlg_ws_ready), 0 if another thread did. */
+int tlg_ws_start(tlg_thread *thr);
+void tlg_ws_ready(tlg_thread *thr);
+/* Leaves the current one (nowait); the last thread frees what it holds. */
+void tlg_ws_end_nowait(tlg_thread *thr);
+void tlg_ws_reset(tlg_team *team);
+/* A worksharing construct's start with its optional task reductions and
+ * shared zeroed memory (GOMP_loop_start and co.): the thread that
+ * initialises the work share calls init(thr, ws, arg). */
+typedef void (*tlg_ws_init_fn)(tlg_thread *thr, tlg_ws *ws, void *arg);
+void tlg_ws_enter(tlg_thread *thr, tlg_ws_init_fn init, void *arg, uintptr_t *reductions, void **mem);
+/* Work share 0 set up before a combined construct's team runs: cleared,
+ * then (once the caller has initialised it) marked ready. */
+tlg_ws *tlg_ws0(tlg_team *team);
+void tlg_ws0_ready(tlg_ws *ws);
+
+/* ---- loops (iter.c) -------------------------------------------------------- */
+
+void tlg_loop_init(tlg_ws *ws, long start, long end, long incr, int sched, long chunk, unsigned nthreads);
+void tlg_loop_init_ull(tlg_ws *ws, bool up, tlg_ull start, tlg_ull end, tlg_ull incr, int sched,
+                       tlg_ull chunk, unsigned nthreads);
+/* The next chunk of the caller: 1 and [*s, *e), or 0 when none is left. */
+int tlg_iter_next(tlg_thread *thr, long *s, long *e);
+int tlg_iter_next_ull(tlg_thread *thr, tlg_ull *s, tlg_ull *e);
+/* The runtime schedule resolved: kind (STATIC/DYNAMIC/GUIDED) and chunk. */
+int tlg_runtime_sched(long *chunk);
+/* GOMP_loop_start's sched argument resolved. */
+int tlg_adjust_sched(long sched, long *chunk);
+
+/* ---- ordered (ordered.c) --------------------------------------------------- */
+
+/* Called with a new chunk: its ticket. */
+void tlg_ordered_take(tlg_thread *thr, uint32_t ticket);
+/* Called when the caller's chunk is done (next chunk or loop end). */
+void tlg_ordered_pass(tlg_thread *thr);
+
+/* ---- tasks (task.c) -------------------------------------------------------- */
+
+/* Runs one queued task of the team if any can run (with ancestor: only
+ * its descendants, the tied-task scheduling constraint of a task waiting
+ * in taskwait or taskgroup end): 1 if it did. */
+int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor);
+void tlg_task_thread_init(tlg_thread *thr);
+/* An implicit task ends (its region's tasks are all done). */
+void tlg_task_implicit_end(tlg_task *t);
+void tlg_task_thread_fini(tlg_thread *thr);
+/* Registers task reductions for a whole team (GOMP_parallel_reductions). */
+tlg_taskgroup *tlg_parallel_reductions_register(uintptr_t *data, unsigned nthreads);
+void tlg_reductions_free(uintptr_t *data);
+void tlg_workshare_taskgroup_start(tlg_thread *thr);
+void tlg_workshare_reductions_register(tlg_thread *thr, uintptr_t *data, uintptr_t *first);
+void tlg_taskgroup_register(tlg_thread *thr, uintptr_t *data);
+
+/* ---- locks (lock.c) -------------------------------------------------------- */
+
+/* A 4-byte lock: 0 free, 1 held, 2 held with waiters (ULTs park with
+ * tl_ult_wait; other kernel threads spin and yield). */
+void tlg_lock_word(_Atomic uint32_t *w);
+void tlg_unlock_word(_Atomic uint32_t *w);
+int tlg_trylock_word(_Atomic uint32_t *w);
+
+/* ---- the resource manager (rm.c) --------------------------------------------- */
+
+/* At the start of a top-level region: publishes its request and returns
+ * the allocation (0 unmanaged). */
+unsigned tlg_rm_region(unsigned request);
+/* At a safe point: follows the allocation (cheap when nothing changed)
+ * and moves the caller off a VP that must stop. */
+void tlg_safe_point(void);
+void tlg_rm_init(void);
+int tlg_rm_managed(void);
+/* Applies the current allocation now (the runtime has just started). */
+void tlg_rm_follow(void);
+/* The effective dyn-var (true by default while managed). */
+int tlg_dyn(const tlg_icv *icv);
+
+/* ---- messages (error.c) --------------------------------------------------------- */
+
+TLG_NORETURN void tlg_fatal(const char *fmt, ...) TLG_PRINTF(1, 2);
+void tlg_notice(const char *fmt, ...) TLG_PRINTF(1, 2);
+/* An entry the runtime does not implement: names it and aborts. */
+TLG_NORETURN void tlg_unsupported(const char *entry, const char *why);
+
+void *tlg_malloc(size_t n);
+void *tlg_aligned_alloc(size_t align, size_t n);
+
+uint64_t tlg_now_ns(void);
+
+#endif

@@ -1,0 +1,1009 @@
+/*
+ * task.c - explicit tasks: creation, dependences, taskwait, taskgroup,
+ * detach, task reductions.
+ *
+ * Who runs a task. A task is executed by a thread of its team, on that
+ * thread's ULT stack, as in libgomp: GCC's code needs a team-thread
+ * identity for every running task (a task reduction's private copy is
+ * picked by omp_get_thread_num(), and the copies are combined over
+ * omp_get_num_threads() slots; programs index per-thread arrays the same
+ * way), so two tasks that run at once must run on two team threads. Team
+ * threads are ULTs: a thread that waits (barrier, taskwait) runs tasks,
+ * and a VP that must stop takes the thread with its tasks to another VP at
+ * the next task switch.
+ *
+ * Queues. Each team thread owns a Chase-Lev deque of the tasks it queued
+ * (tl_ult_deque): it takes the newest (depth first), the others steal the
+ * oldest. Creation costs one allocation from a per-thread free list, the
+ * argument copy and a push; no lock unless the task has dependences.
+ *
+ * Counting. team->task_pending counts tasks not finished (a barrier
+ * completes them all), team->task_queued those not started (waiters look
+ * only when it is positive), a task's children its unfinished children
+ * (taskwait waits for 0), its refs who still points to its memory (itself
+ * until it finishes, and each allocated child: a task's chain of parents
+ * can be walked while it exists), a taskgroup's pending its unfinished
+ * tasks. Undeferred tasks are allocated like the others: their children
+ * may outlive them.
+ *
+ * Scheduling constraint. A task waiting in taskwait or at a taskgroup's
+ * end runs only its own descendants (OpenMP's rule for tied tasks: the
+ * waiting task may hold locks an unrelated task wants). Tasks are tied;
+ * untied, mergeable and priority are accepted and ignored.
+ *
+ * Dependences. Siblings' dependences are kept in their parent's table
+ * (address -> last writer and readers since), under the table's lock:
+ * `in` waits for the last writer, `out`/`inout`/`mutexinoutset` for the
+ * last writer and the readers since, omp_all_memory for every earlier
+ * sibling with dependences. A task with unfinished predecessors is not
+ * queued; the last predecessor to finish queues it.
+ */
+#define _GNU_SOURCE
+#include "gomp.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SMALL_TASK 512
+#define FREE_MAX 64
+
+/* ---- memory ----------------------------------------------------------------- */
+
+static tlg_task *task_alloc(tlg_thread *thr, size_t size)
+{
+    tlg_task *t;
+    if (size <= SMALL_TASK) {
+        t = thr->free_tasks;
+        if (t) {
+            thr->free_tasks = t->next_free;
+            thr->nfree_tasks--;
+        } else {
+            t = tlg_aligned_alloc(TLG_LINE, SMALL_TASK);
+        }
+        size = SMALL_TASK;
+    } else {
+        t = tlg_aligned_alloc(TLG_LINE, size);
+    }
+    memset(t, 0, sizeof *t);
+    t->alloc = size;
+    return t;
+}
+
+static void deps_free(struct tlg_dep_table *d);
+
+/* Drops a reference to t's memory; the last one frees it, then drops
+ * its reference to its parent (implicit tasks are never freed: their
+ * own reference stays). */
+static void task_unref(tlg_thread *thr, tlg_task *t)
+{
+    while (t && atomic_fetch_sub_explicit(&t->refs, 1, ACQREL) == 1) {
+        if (t->implicit)
+            tlg_fatal("an implicit task lost its own reference");
+        tlg_task *parent = t->parent;
+        free(t->succ);
+        if (t->deps)
+            deps_free(t->deps);
+        if (t->alloc == SMALL_TASK && thr->nfree_tasks < FREE_MAX) {
+            t->next_free = thr->free_tasks;
+            thr->free_tasks = t;
+            thr->nfree_tasks++;
+        } else {
+            free(t);
+        }
+        t = parent;
+    }
+}
+
+void tlg_task_thread_init(tlg_thread *thr)
+{
+    if (!thr->tq && tl_ult_deque_create(&thr->tq) != 0)
+        tlg_fatal("out of memory for a task queue");
+}
+
+void tlg_task_implicit_end(tlg_task *t)
+{
+    /* its children are done: the dependence table of its children goes */
+    if (t->deps) {
+        deps_free(t->deps);
+        t->deps = NULL;
+    }
+}
+
+void tlg_task_thread_fini(tlg_thread *thr)
+{
+    tl_ult_deque_destroy(thr->tq);
+    thr->tq = NULL;
+    while (thr->free_tasks) {
+        tlg_task *t = thr->free_tasks;
+        thr->free_tasks = t->next_free;
+        free(t);
+    }
+    thr->nfree_tasks = 0;
+}
+
+/* ---- locks of the dependence tables ------------------------------------------- */
+
+static void spin_lock(_Atomic uint32_t *l)
+{
+    unsigned n = 0;
+    while (atomic_exchange_explicit(l, 1, ACQ))
+        while (atomic_load_explicit(l, RLX))
+            if (++n % 1024 == 0 && tl_ult_self())
+                tl_ult_yield();
+            else
+                tlg_relax();
+}
+
+static void spin_unlock(_Atomic uint32_t *l)
+{
+    atomic_store_explicit(l, 0, REL);
+}
+
+/* ---- dependence tables ---------------------------------------------------------- */
+
+struct dep_entry {
+    void *addr;
+    tlg_task *last_out;
+    tlg_task **readers;
+    unsigned nreaders, cap;
+};
+
+struct tlg_dep_table {
+    _Atomic uint32_t lock;
+    struct dep_entry *e;
+    size_t cap, used;
+    tlg_task *all_memory; /* the last depend(inout: omp_all_memory) sibling */
+};
+
+static void deps_free(struct tlg_dep_table *d)
+{
+    for (size_t i = 0; i < d->cap; i++)
+        free(d->e[i].readers);
+    free(d->e);
+    free(d);
+}
+
+static size_t dep_hash(void *addr, size_t cap)
+{
+    uintptr_t a = (uintptr_t)addr;
+    a ^= a >> 17;
+    a *= 0x9e3779b97f4a7c15ull;
+    return (size_t)(a >> 20) & (cap - 1);
+}
+
+static struct dep_entry *dep_find(struct tlg_dep_table *d, void *addr, int create)
+{
+    if (create && (d->used + 1) * 2 > d->cap) {
+        size_t ncap = d->cap ? 2 * d->cap : 16;
+        struct dep_entry *ne = calloc(ncap, sizeof *ne);
+        if (!ne)
+            tlg_fatal("out of memory for task dependences");
+        for (size_t i = 0; i < d->cap; i++)
+            if (d->e[i].addr) {
+                size_t j = dep_hash(d->e[i].addr, ncap);
+                while (ne[j].addr)
+                    j = (j + 1) & (ncap - 1);
+                ne[j] = d->e[i];
+            }
+        free(d->e);
+        d->e = ne;
+        d->cap = ncap;
+    }
+    if (!d->cap)
+        return NULL;
+    size_t j = dep_hash(addr, d->cap);
+    while (d->e[j].addr) {
+        if (d->e[j].addr == addr)
+            return &d->e[j];
+        j = (j + 1) & (d->cap - 1);
+    }
+    if (!create)
+        return NULL;
+    d->e[j].addr = addr;
+    d->used++;
+    return &d->e[j];
+}
+
+/* task waits for pred (under the table lock) */
+static void add_pred(tlg_task *task, tlg_task *pred)
+{
+    if (!pred || pred == task || pred->done)
+        return;
+    if (pred->nsucc == pred->succ_cap) {
+        unsigned n = pred->succ_cap ? 2 * pred->succ_cap : 4;
+        tlg_task **g = realloc(pred->succ, n * sizeof *g);
+        if (!g)
+            tlg_fatal("out of memory for task dependences");
+        pred->succ = g;
+        pred->succ_cap = n;
+    }
+    pred->succ[pred->nsucc++] = task;
+    atomic_fetch_add_explicit(&task->npred, 1, RLX);
+}
+
+static void add_reader(struct dep_entry *e, tlg_task *t)
+{
+    if (e->nreaders == e->cap) {
+        unsigned n = e->cap ? 2 * e->cap : 4;
+        tlg_task **g = realloc(e->readers, n * sizeof *g);
+        if (!g)
+            tlg_fatal("out of memory for task dependences");
+        e->readers = g;
+        e->cap = n;
+    }
+    e->readers[e->nreaders++] = t;
+}
+
+/* The dependences of a depend array (both of GCC's layouts, see
+ * GOMP_task), outs first: fills addr (when not NULL) and returns the
+ * count; *nout gets how many are outs. omp_all_memory is a NULL out. */
+static unsigned parse_depend(void **depend, void **addr, unsigned *nout)
+{
+    uintptr_t n = (uintptr_t)depend[0];
+    unsigned k = 0;
+    if (n) {
+        /* depend[1] outs, then ins, addresses from depend[2] */
+        *nout = (unsigned)(uintptr_t)depend[1];
+        if (addr)
+            for (uintptr_t i = 0; i < n; i++)
+                addr[i] = depend[2 + i];
+        return (unsigned)n;
+    }
+    n = (uintptr_t)depend[1];
+    uintptr_t outs = (uintptr_t)depend[2], mutex = (uintptr_t)depend[3], ins = (uintptr_t)depend[4];
+    uintptr_t normal = outs + mutex + ins;
+    /* outs: out/inout, mutexinoutset (as out), depobjs of those kinds */
+    for (uintptr_t i = 0; i < outs + mutex; i++, k++)
+        if (addr)
+            addr[k] = depend[5 + i];
+    for (uintptr_t i = normal; i < n; i++) {
+        void **d = (void **)depend[5 + i];
+        uintptr_t kind = (uintptr_t)d[1];
+        if (kind == TLG_DEPEND_IN)
+            continue;
+        if (kind != TLG_DEPEND_OUT && kind != TLG_DEPEND_INOUT && kind != TLG_DEPEND_MUTEXINOUTSET &&
+            kind != TLG_DEPEND_INOUTSET)
+            tlg_fatal("unknown omp_depend_t dependence type %d", (int)kind);
+        if (addr)
+            addr[k] = d[0];
+        k++;
+    }
+    *nout = k;
+    for (uintptr_t i = outs + mutex; i < normal; i++, k++)
+        if (addr)
+            addr[k] = depend[5 + i];
+    for (uintptr_t i = normal; i < n; i++) {
+        void **d = (void **)depend[5 + i];
+        if ((uintptr_t)d[1] != TLG_DEPEND_IN)
+            continue;
+        if (addr)
+            addr[k] = d[0];
+        k++;
+    }
+    return k;
+}
+
+static struct tlg_dep_table *table_of(tlg_task *parent)
+{
+    if (!parent->deps) {
+        parent->deps = calloc(1, sizeof *parent->deps);
+        if (!parent->deps)
+            tlg_fatal("out of memory for task dependences");
+    }
+    return parent->deps;
+}
+
+/* Counts t's predecessors among its earlier siblings; with record, also
+ * makes later siblings see t (a real task; not a taskwait or an
+ * undeferred task, which finish before the parent creates another). */
+static void deps_register(tlg_task *parent, tlg_task *t, int record)
+{
+    struct tlg_dep_table *d = table_of(parent);
+    spin_lock(&d->lock);
+    add_pred(t, d->all_memory);
+    int all = 0;
+    for (unsigned i = 0; i < t->nout; i++)
+        if (!t->dep_addr[i])
+            all = 1;
+    if (all) {
+        for (size_t j = 0; j < d->cap; j++) {
+            struct dep_entry *e = &d->e[j];
+            if (!e->addr)
+                continue;
+            add_pred(t, e->last_out);
+            for (unsigned r = 0; r < e->nreaders; r++)
+                add_pred(t, e->readers[r]);
+            if (record) {
+                e->last_out = NULL;
+                e->nreaders = 0;
+            }
+        }
+        if (record)
+            d->all_memory = t;
+    } else {
+        for (unsigned i = 0; i < t->ndeps; i++) {
+            struct dep_entry *e = dep_find(d, t->dep_addr[i], record);
+            if (!e)
+                continue;
+            add_pred(t, e->last_out);
+            if (i < t->nout) {
+                for (unsigned r = 0; r < e->nreaders; r++)
+                    add_pred(t, e->readers[r]);
+                if (record) {
+                    e->last_out = t;
+                    e->nreaders = 0;
+                }
+            } else if (record) {
+                add_reader(e, t);
+            }
+        }
+    }
+    spin_unlock(&d->lock);
+}
+
+static void queue_task(tlg_thread *thr, tlg_task *t);
+
+/* t finished: it leaves its parent's table; successors whose last
+ * predecessor it was become ready (queued) or, for a waiter, are told. */
+static void deps_release(tlg_thread *thr, tlg_task *t)
+{
+    struct tlg_dep_table *d = t->parent->deps;
+    tlg_task *ready[16];
+    unsigned nready = 0;
+    int wake = 0;
+    spin_lock(&d->lock);
+    t->done = 1;
+    for (unsigned i = 0; i < t->ndeps; i++) {
+        struct dep_entry *e = t->dep_addr[i] ? dep_find(d, t->dep_addr[i], 0) : NULL;
+        if (!e)
+            continue;
+        if (e->last_out == t)
+            e->last_out = NULL;
+        for (unsigned r = 0; r < e->nreaders; r++)
+            if (e->readers[r] == t)
+                e->readers[r--] = e->readers[--e->nreaders];
+    }
+    if (d->all_memory == t)
+        d->all_memory = NULL;
+    for (unsigned i = 0; i < t->nsucc; i++) {
+        tlg_task *s = t->succ[i];
+        if (atomic_fetch_sub_explicit(&s->npred, 1, ACQREL) != 1)
+            continue;
+        if (!s->deferred) {
+            wake = 1; /* a taskwait depend or an undeferred task waits */
+        } else if (nready < 16) {
+            ready[nready++] = s;
+        } else {
+            spin_unlock(&d->lock);
+            queue_task(thr, s);
+            spin_lock(&d->lock);
+        }
+    }
+    t->nsucc = 0;
+    spin_unlock(&d->lock);
+    for (unsigned i = 0; i < nready; i++)
+        queue_task(thr, ready[i]);
+    if (wake)
+        tlg_team_event(t->team, 1);
+}
+
+/* ---- queues and running ------------------------------------------------------------ */
+
+static void queue_task(tlg_thread *thr, tlg_task *t)
+{
+    tlg_team *team = t->team;
+    if (thr->team == team) {
+        tl_ult_deque_push(thr->tq, t);
+    } else {
+        /* made ready by a thread of another team (omp_fulfill_event) */
+        spin_lock(&team->orphan_lock);
+        t->next_free = team->orphans;
+        team->orphans = t;
+        spin_unlock(&team->orphan_lock);
+    }
+    atomic_fetch_add_explicit(&team->task_queued, 1, SEQ);
+    if (atomic_load_explicit(&team->nparked, SEQ))
+        tlg_team_event(team, 1);
+}
+
+static int descends(const tlg_task *t, const tlg_task *ancestor)
+{
+    for (const tlg_task *p = t->parent; p; p = p->parent)
+        if (p == ancestor)
+            return 1;
+    return 0;
+}
+
+static void task_finish(tlg_thread *thr, tlg_task *t);
+
+static void run_task(tlg_thread *thr, tlg_task *t)
+{
+    tlg_task *prev = thr->task;
+    t->thr = thr;
+    thr->task = t;
+    t->fn(t->data);
+    thr->task = prev;
+    if (atomic_load_explicit(&t->detach_left, RLX) &&
+        atomic_fetch_sub_explicit(&t->detach_left, 1, ACQREL) != 1)
+        return; /* finishes when its event is fulfilled */
+    task_finish(thr, t);
+}
+
+/* A deferred task is done (body, and event if detached). */
+static void task_finish(tlg_thread *thr, tlg_task *t)
+{
+    tlg_team *team = t->team;
+    tlg_task *parent = t->parent;
+    if (t->ndeps)
+        deps_release(thr, t);
+    tlg_taskgroup *tg = t->taskgroup;
+    if (tg && atomic_fetch_sub_explicit(&tg->pending, 1, ACQREL) == 1)
+        tlg_team_event(team, 1);
+    if (atomic_fetch_sub_explicit(&parent->children, 1, ACQREL) == 1 &&
+        atomic_load_explicit(&parent->waiting, ACQ))
+        tlg_team_event(team, 1);
+    task_unref(thr, t);
+    /* last: a finished region may reuse the team once nothing is pending */
+    if (atomic_fetch_sub_explicit(&team->task_pending, 1, ACQREL) == 1)
+        tlg_team_event(team, 1);
+}
+
+static tlg_task *take_orphan(tlg_team *team, tlg_task *ancestor)
+{
+    if (!team->orphans)
+        return NULL;
+    spin_lock(&team->orphan_lock);
+    tlg_task **pp = &team->orphans, *t = NULL;
+    for (; *pp; pp = &(*pp)->next_free)
+        if (!ancestor || descends(*pp, ancestor)) {
+            t = *pp;
+            *pp = t->next_free;
+            break;
+        }
+    spin_unlock(&team->orphan_lock);
+    return t;
+}
+
+int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor)
+{
+    tlg_team *team = thr->team;
+    if (!team || atomic_load_explicit(&team->task_queued, ACQ) <= 0)
+        return 0;
+    tlg_task *t = tl_ult_deque_take(thr->tq);
+    if (t && ancestor && !descends(t, ancestor)) {
+        tl_ult_deque_push(thr->tq, t);
+        t = NULL;
+    }
+    unsigned n = team->nthreads;
+    for (unsigned k = 1; !t && k < n; k++) {
+        tlg_thread *v = team->threads[(thr->id + k) % n];
+        t = tl_ult_deque_steal(v->tq);
+        if (t && ancestor && !descends(t, ancestor)) {
+            /* not ours to run here: keep it queued, on our deque */
+            tl_ult_deque_push(thr->tq, t);
+            t = NULL;
+        }
+    }
+    if (!t)
+        t = take_orphan(team, ancestor);
+    if (!t)
+        return 0;
+    atomic_fetch_sub_explicit(&team->task_queued, 1, ACQREL);
+    run_task(thr, t);
+    tlg_safe_point(); /* a task switch */
+    return 1;
+}
+
+/* Waits (running descendants of the current task) until *count == until. */
+static void wait_count(tlg_thread *thr, _Atomic long *count, long until)
+{
+    tlg_team *team = thr->team;
+    uint64_t spun = 0;
+    for (;;) {
+        uint32_t ev = team ? atomic_load_explicit(&team->event, ACQ) : 0;
+        if (atomic_load_explicit(count, ACQ) == until)
+            return;
+        if (!team)
+            tlg_fatal("waiting for tasks outside any team");
+        tlg_wait_step(thr, ev, &spun, thr->task);
+    }
+}
+
+/* ---- creation ------------------------------------------------------------------------ */
+
+/* The caller's part of a task with dependences that runs now: wait for
+ * the earlier siblings it depends on (GOMP_taskwait_depend too). */
+static void wait_for_deps(tlg_thread *thr, void **depend)
+{
+    tlg_task *parent = thr->task;
+    if (!parent->deps)
+        return; /* no sibling had dependences */
+    unsigned nout, n = parse_depend(depend, NULL, &nout);
+    void *stack_addr[16];
+    void **addr = n <= 16 ? stack_addr : tlg_malloc(n * sizeof *addr);
+    parse_depend(depend, addr, &nout);
+    tlg_task w;
+    memset(&w, 0, sizeof w);
+    w.dep_addr = addr;
+    w.ndeps = n;
+    w.nout = nout;
+    w.team = thr->team;
+    atomic_init(&w.npred, 1);
+    deps_register(parent, &w, 0);
+    if (atomic_fetch_sub_explicit(&w.npred, 1, ACQREL) != 1) {
+        tlg_team *team = thr->team;
+        uint64_t spun = 0;
+        for (;;) {
+            uint32_t ev = atomic_load_explicit(&team->event, ACQ);
+            if (atomic_load_explicit(&w.npred, ACQ) == 0)
+                break;
+            tlg_wait_step(thr, ev, &spun, parent);
+        }
+    }
+    if (addr != stack_addr)
+        free(addr);
+}
+
+static void task_init_common(tlg_task *t, tlg_thread *thr, tlg_task *parent, unsigned flags)
+{
+    t->parent = parent;
+    t->thr = thr;
+    t->team = thr->team;
+    t->taskgroup = parent->taskgroup;
+    atomic_init(&t->refs, 1);
+    atomic_init(&t->children, 0);
+    t->icv = parent->icv;
+    t->final = parent->final || (flags & TLG_TASK_FINAL);
+    atomic_fetch_add_explicit(&parent->refs, 1, RLX); /* parent stays while t exists */
+}
+
+/* The range of a taskloop task, written into its arguments. */
+struct range {
+    int set, ull;
+    tlg_ull s, e;
+};
+
+static void put_range(void *arg, const struct range *r)
+{
+    if (!r || !r->set)
+        return;
+    if (r->ull) {
+        ((tlg_ull *)arg)[0] = r->s;
+        ((tlg_ull *)arg)[1] = r->e;
+    } else {
+        ((long *)arg)[0] = (long)r->s;
+        ((long *)arg)[1] = (long)r->e;
+    }
+}
+
+/* Runs a task now, on the caller's stack (its memory is allocated like a
+ * deferred task's: children it creates may outlive it). */
+static void run_undeferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size,
+                           long arg_align, unsigned flags, void **depend, void *detach, const struct range *r)
+{
+    tlg_task *parent = thr->task;
+    if ((flags & TLG_TASK_DEPEND) && thr->team)
+        wait_for_deps(thr, depend);
+    size_t extra = cpyfn ? (size_t)arg_size + (size_t)arg_align - 1 : 0;
+    tlg_task *t = task_alloc(thr, sizeof *t + extra);
+    task_init_common(t, thr, parent, flags);
+    if (flags & TLG_TASK_DETACH) {
+        atomic_init(&t->detach_left, 1);
+        *(void **)detach = t;
+    }
+    thr->task = t;
+    if (cpyfn) {
+        char *arg = (char *)(((uintptr_t)(t + 1) + (uintptr_t)arg_align - 1) & ~((uintptr_t)arg_align - 1));
+        cpyfn(arg, data);
+        put_range(arg, r);
+        fn(arg);
+    } else {
+        put_range(data, r);
+        fn(data);
+    }
+    if (atomic_load_explicit(&t->detach_left, ACQ)) {
+        /* it completes when its event is fulfilled */
+        if (!thr->team)
+            tlg_fatal("a detached task outside any team waits for an event no task can fulfil");
+        uint64_t spun = 0;
+        for (;;) {
+            uint32_t ev = atomic_load_explicit(&thr->team->event, ACQ);
+            if (!atomic_load_explicit(&t->detach_left, ACQ))
+                break;
+            tlg_wait_step(thr, ev, &spun, NULL);
+        }
+    }
+    thr->task = parent;
+    task_unref(thr, t);
+}
+
+static tlg_task *make_deferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)(void *, void *),
+                               long arg_size, long arg_align, unsigned flags, void **depend, void *detach)
+{
+    tlg_task *parent = thr->task;
+    unsigned nout = 0, nd = (flags & TLG_TASK_DEPEND) ? parse_depend(depend, NULL, &nout) : 0;
+    size_t size = sizeof(tlg_task) + nd * sizeof(void *) + (size_t)arg_size + (size_t)arg_align - 1;
+    tlg_task *t = task_alloc(thr, size);
+    task_init_common(t, thr, parent, flags);
+    t->deferred = 1;
+    t->dep_addr = (void **)(t + 1);
+    char *arg = (char *)(((uintptr_t)(t->dep_addr + nd) + (uintptr_t)arg_align - 1) & ~((uintptr_t)arg_align - 1));
+    t->fn = fn;
+    t->data = arg;
+    if (nd) {
+        parse_depend(depend, t->dep_addr, &nout);
+        t->ndeps = nd;
+        t->nout = nout;
+    }
+    atomic_init(&t->npred, 1);
+    if (flags & TLG_TASK_DETACH) {
+        atomic_init(&t->detach_left, 2);
+        *(void **)detach = t;
+    }
+    if (cpyfn) {
+        thr->task = t; /* C++ copy constructors run as the task */
+        cpyfn(arg, data);
+        thr->task = parent;
+    } else {
+        memcpy(arg, data, (size_t)arg_size);
+    }
+    return t;
+}
+
+/* Counts a deferred task in and queues it once its predecessors are done. */
+static void submit(tlg_thread *thr, tlg_task *t)
+{
+    tlg_task *parent = t->parent;
+    atomic_fetch_add_explicit(&parent->children, 1, RLX);
+    if (t->taskgroup)
+        atomic_fetch_add_explicit(&t->taskgroup->pending, 1, RLX);
+    atomic_fetch_add_explicit(&t->team->task_pending, 1, ACQREL);
+    if (t->ndeps)
+        deps_register(parent, t, 1);
+    if (atomic_fetch_sub_explicit(&t->npred, 1, ACQREL) == 1)
+        queue_task(thr, t);
+}
+
+static int must_run_now(tlg_thread *thr, bool if_clause)
+{
+    tlg_team *team = thr->team;
+    return !if_clause || !team || thr->task->final ||
+           atomic_load_explicit(&team->task_queued, RLX) > 64 * (long)team->nthreads;
+}
+
+TLG_EXPORT void GOMP_task(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
+                          bool if_clause, unsigned flags, void **depend, int priority, void *detach)
+{
+    (void)priority;
+    tlg_thread *thr = tlg_self();
+    if (arg_align < 1)
+        arg_align = 1;
+    if (must_run_now(thr, if_clause)) {
+        run_undeferred(thr, fn, data, cpyfn, arg_size, arg_align, flags, depend, detach, NULL);
+        return;
+    }
+    submit(thr, make_deferred(thr, fn, data, cpyfn, arg_size, arg_align, flags, depend, detach));
+}
+
+TLG_EXPORT void GOMP_taskwait(void)
+{
+    tlg_thread *thr = tlg_self();
+    tlg_task *t = thr->task;
+    if (atomic_load_explicit(&t->children, ACQ) == 0)
+        return;
+    atomic_store_explicit(&t->waiting, 1, REL);
+    wait_count(thr, &t->children, 0);
+    atomic_store_explicit(&t->waiting, 0, RLX);
+}
+
+TLG_EXPORT void GOMP_taskwait_depend(void **depend)
+{
+    tlg_thread *thr = tlg_self();
+    if (thr->team)
+        wait_for_deps(thr, depend);
+}
+
+TLG_EXPORT void GOMP_taskyield(void)
+{
+    tlg_safe_point();
+}
+
+/* ---- taskgroup ----------------------------------------------------------------------- */
+
+static void taskgroup_push(tlg_thread *thr, int workshare)
+{
+    tlg_task *task = thr->task;
+    tlg_taskgroup *tg = tlg_malloc(sizeof *tg);
+    tg->prev = task->taskgroup;
+    atomic_init(&tg->pending, 0);
+    tg->reductions = tg->prev ? tg->prev->reductions : NULL;
+    tg->workshare = workshare;
+    task->taskgroup = tg;
+}
+
+TLG_EXPORT void GOMP_taskgroup_start(void)
+{
+    taskgroup_push(tlg_self(), 0);
+}
+
+TLG_EXPORT void GOMP_taskgroup_end(void)
+{
+    tlg_thread *thr = tlg_self();
+    tlg_task *task = thr->task;
+    tlg_taskgroup *tg = task->taskgroup;
+    if (!tg)
+        tlg_fatal("GOMP_taskgroup_end without a taskgroup");
+    if (atomic_load_explicit(&tg->pending, ACQ) != 0)
+        wait_count(thr, &tg->pending, 0);
+    task->taskgroup = tg->prev;
+    free(tg);
+}
+
+void tlg_workshare_taskgroup_start(tlg_thread *thr)
+{
+    taskgroup_push(thr, 1);
+}
+
+/* ---- detach ------------------------------------------------------------------------------ */
+
+TLG_EXPORT void omp_fulfill_event(omp_event_handle_t event)
+{
+    tlg_task *t = (tlg_task *)event;
+    if (!t->deferred) {
+        /* an undeferred task: its thread waits for this */
+        if (atomic_exchange_explicit(&t->detach_left, 0, ACQREL) == 0)
+            tlg_fatal("omp_fulfill_event: event %p fulfilled twice", (void *)t);
+        tlg_team_event(t->team, 1);
+        return;
+    }
+    int left = atomic_fetch_sub_explicit(&t->detach_left, 1, ACQREL);
+    if (left <= 0)
+        tlg_fatal("omp_fulfill_event: event %p is not pending", (void *)t);
+    if (left == 1)
+        task_finish(tlg_self(), t); /* the body had finished */
+}
+
+TLG_EXPORT int omp_in_final(void)
+{
+    return tlg_self()->task->final;
+}
+
+TLG_EXPORT int omp_get_max_task_priority(void)
+{
+    return tlg_env_v.max_task_priority;
+}
+
+/* ---- task reductions -----------------------------------------------------------------------
+ *
+ * GCC describes the reductions of a taskgroup, a parallel or a
+ * worksharing construct with an array (libgomp's layout):
+ *   d[0] count, d[1] bytes per thread, d[2] alignment (on return: the
+ *   private copies, d[1] bytes for each thread of the team), d[3]
+ *   allocator, d[4] next array (0: none), d[5] d[6] the runtime's own;
+ *   then per item {address of the original, offset in a thread's chunk,
+ *   the runtime's own}.
+ * A task reads its thread's private copy (GOMP_task_reduction_remap);
+ * GCC's code combines the omp_get_num_threads() copies at the end. The
+ * runtime keeps in d[5] the first array of its registration (arrays of
+ * one registration are freed together) and in d[6] the end of the copies;
+ * the last array of a registration points (d[4]) to the registrations of
+ * enclosing taskgroups, where in_reduction may find its item.
+ */
+
+static void reductions_register(uintptr_t *data, uintptr_t *old, uintptr_t *orig, unsigned nthreads)
+{
+    uintptr_t *d = data;
+    for (;;) {
+        if (orig) {
+            /* a worksharing construct: the first thread allocated */
+            d[2] = orig[2];
+            d[6] = orig[6];
+            orig = (uintptr_t *)orig[4];
+        } else {
+            size_t bytes = d[1] * nthreads;
+            void *p = tlg_aligned_alloc(d[2] ? d[2] : sizeof(void *), bytes);
+            memset(p, 0, bytes);
+            d[2] = (uintptr_t)p;
+            d[6] = d[2] + bytes;
+        }
+        d[5] = (uintptr_t)data;
+        if (d[4] == 0) {
+            d[4] = (uintptr_t)old;
+            break;
+        }
+        d = (uintptr_t *)d[4];
+    }
+}
+
+void tlg_reductions_free(uintptr_t *data)
+{
+    uintptr_t mark = (uintptr_t)data;
+    for (uintptr_t *d = data; d && d[5] == mark; d = (uintptr_t *)d[4])
+        free((void *)d[2]);
+}
+
+tlg_taskgroup *tlg_parallel_reductions_register(uintptr_t *data, unsigned nthreads)
+{
+    tlg_taskgroup *tg = tlg_malloc(sizeof *tg);
+    tg->prev = NULL;
+    atomic_init(&tg->pending, 0);
+    tg->workshare = 0;
+    reductions_register(data, NULL, NULL, nthreads);
+    tg->reductions = data;
+    return tg;
+}
+
+void tlg_taskgroup_register(tlg_thread *thr, uintptr_t *data)
+{
+    tlg_taskgroup *tg = thr->task->taskgroup;
+    reductions_register(data, tg->reductions, NULL, thr->team ? thr->team->nthreads : 1);
+    tg->reductions = data;
+}
+
+void tlg_workshare_reductions_register(tlg_thread *thr, uintptr_t *data, uintptr_t *first)
+{
+    tlg_taskgroup *tg = thr->task->taskgroup;
+    reductions_register(data, tg->reductions, first, thr->team->nthreads);
+    tg->reductions = data;
+}
+
+TLG_EXPORT void GOMP_taskgroup_reduction_register(uintptr_t *data)
+{
+    tlg_thread *thr = tlg_self();
+    if (!thr->task->taskgroup)
+        taskgroup_push(thr, 0);
+    tlg_taskgroup_register(thr, data);
+}
+
+TLG_EXPORT void GOMP_taskgroup_reduction_unregister(uintptr_t *data)
+{
+    tlg_reductions_free(data);
+}
+
+TLG_EXPORT void GOMP_task_reduction_remap(size_t cnt, size_t cntorig, void **ptrs)
+{
+    tlg_thread *thr = tlg_self();
+    tlg_taskgroup *tg = thr->task->taskgroup;
+    uintptr_t id = thr->id;
+    for (size_t i = 0; i < cnt; i++) {
+        uintptr_t p = (uintptr_t)ptrs[i];
+        int found = 0;
+        for (uintptr_t *d = tg ? tg->reductions : NULL; d && !found; d = (uintptr_t *)d[4]) {
+            for (uintptr_t j = 0; j < d[0]; j++) {
+                uintptr_t *item = d + 7 + 3 * j;
+                if (item[0] == p) {
+                    ptrs[i] = (void *)(d[2] + id * d[1] + item[1]);
+                    if (i < cntorig)
+                        ptrs[cnt + i] = (void *)item[0];
+                    found = 1;
+                    break;
+                }
+            }
+            if (found || p < d[2] || p >= d[6])
+                continue;
+            /* an address already remapped: another thread's copy */
+            uintptr_t off = (p - d[2]) % d[1];
+            ptrs[i] = (void *)(d[2] + id * d[1] + off);
+            if (i < cntorig) {
+                for (uintptr_t j = 0; j < d[0]; j++)
+                    if (d[7 + 3 * j + 1] == off)
+                        ptrs[cnt + i] = (void *)d[7 + 3 * j];
+            }
+            found = 1;
+        }
+        if (!found)
+            tlg_fatal("no task_reduction or reduction with the task modifier for %p", (void *)p);
+    }
+}
+
+TLG_EXPORT void GOMP_workshare_task_reduction_unregister(bool cancelled)
+{
+    tlg_thread *thr = tlg_self();
+    tlg_taskgroup *tg = thr->task->taskgroup;
+    uintptr_t *data = tg->reductions;
+    GOMP_taskgroup_end();
+    if (thr->id == 0)
+        tlg_reductions_free(data);
+    if (!cancelled)
+        tlg_barrier(thr);
+}
+
+/* ---- taskloop: tasks over chunks of an iteration space (long and ull) ------------------------ */
+
+/* Splits n iterations into tasks as OpenMP says: num_tasks tasks
+ * (default: the team's size) of sizes differing by at most one, or tasks
+ * of grainsize (at least grainsize, less than twice; with strict exactly
+ * grainsize but the last). sizes[i] gets task i's iteration count. */
+static unsigned long split(tlg_ull n, unsigned flags, unsigned long num, unsigned nthreads, tlg_ull **sizes)
+{
+    unsigned long k;
+    if (flags & TLG_TASK_GRAINSIZE) {
+        tlg_ull g = num ? num : 1;
+        if (flags & TLG_TASK_STRICT)
+            k = (unsigned long)((n + g - 1) / g);
+        else
+            k = n / g ? (unsigned long)(n / g) : 1;
+    } else {
+        k = num ? num : nthreads;
+        if (k > n)
+            k = (unsigned long)n;
+    }
+    if (k == 0)
+        k = 1;
+    tlg_ull *s = tlg_malloc(k * sizeof *s);
+    if ((flags & (TLG_TASK_GRAINSIZE | TLG_TASK_STRICT)) == (TLG_TASK_GRAINSIZE | TLG_TASK_STRICT)) {
+        tlg_ull g = num ? num : 1;
+        for (unsigned long i = 0; i < k; i++)
+            s[i] = i + 1 < k ? g : n - g * (k - 1);
+    } else {
+        tlg_ull q = n / k, r = n % k;
+        for (unsigned long i = 0; i < k; i++)
+            s[i] = q + (i < r ? 1 : 0);
+    }
+    *sizes = s;
+    return k;
+}
+
+static void taskloop(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
+                     unsigned flags, unsigned long num_tasks, tlg_ull n, int ull, tlg_ull start, tlg_ull step)
+{
+    tlg_thread *thr = tlg_self();
+    if (arg_align < 1)
+        arg_align = 1;
+    if (n == 0) {
+        if ((flags & (TLG_TASK_NOGROUP | TLG_TASK_REDUCTION)) == TLG_TASK_REDUCTION)
+            ((uintptr_t **)data)[2][2] = 0; /* tell GCC's code no registration happened */
+        return;
+    }
+    tlg_ull *sizes;
+    unsigned long k = split(n, flags, num_tasks, thr->team ? thr->team->nthreads : 1, &sizes);
+    if (!(flags & TLG_TASK_NOGROUP)) {
+        GOMP_taskgroup_start();
+        if (flags & TLG_TASK_REDUCTION)
+            GOMP_taskgroup_reduction_register(((uintptr_t **)data)[2]);
+    }
+    int now = must_run_now(thr, (flags & TLG_TASK_IF) != 0);
+    tlg_ull s = start;
+    unsigned tflags = flags & ~(TLG_TASK_DEPEND | TLG_TASK_DETACH);
+    for (unsigned long i = 0; i < k; i++) {
+        struct range r = {1, ull, s, s + sizes[i] * step};
+        if (now) {
+            /* as libgomp: without cpyfn the range goes into the caller's data */
+            run_undeferred(thr, fn, data, cpyfn, arg_size, arg_align, tflags, NULL, NULL, &r);
+        } else {
+            tlg_task *t = make_deferred(thr, fn, data, cpyfn, arg_size, arg_align, tflags, NULL, NULL);
+            put_range(t->data, &r);
+            submit(thr, t);
+        }
+        s = r.e;
+    }
+    free(sizes);
+    if (!(flags & TLG_TASK_NOGROUP))
+        GOMP_taskgroup_end();
+}
+
+TLG_EXPORT void GOMP_taskloop(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
+                              unsigned flags, unsigned long num_tasks, int priority, long start, long end, long step)
+{
+    (void)priority;
+    tlg_ull n = 0;
+    if (step > 0 && start < end)
+        n = ((tlg_ull)end - (tlg_ull)start + (tlg_ull)step - 1) / (tlg_ull)step;
+    else if (step < 0 && start > end)
+        n = ((tlg_ull)start - (tlg_ull)end + (tlg_ull)(-step) - 1) / (tlg_ull)(-step);
+    taskloop(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, n, 0, (tlg_ull)start, (tlg_ull)step);
+}
+
+TLG_EXPORT void GOMP_taskloop_ull(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size,
+                                  long arg_align, unsigned flags, unsigned long num_tasks, int priority,
+                                  tlg_ull start, tlg_ull end, tlg_ull step)
+{
+    (void)priority;
+    tlg_ull n = 0;
+    if ((flags & TLG_TASK_UP) && start < end)
+        n = (end - start + step - 1) / step;
+    else if (!(flags & TLG_TASK_UP) && start > end)
+        n = (start - end + (-step) - 1) / (-step);
+    taskloop(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, n, 1, start, step);
+}

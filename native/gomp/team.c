@@ -1,0 +1,625 @@
+/*
+ * team.c - the runtime's start, OpenMP threads and teams.
+ *
+ * Threads. Every OpenMP thread but the initial one is a ULT of
+ * libthreadlab-ult, created when its team starts (a descriptor from a
+ * per-VP cache and a stack from a per-VP cache: no kernel thread, no
+ * system call) and ended when the region ends. Its tlg_thread is the ULT's
+ * local pointer. The master of a team is the encountering thread itself:
+ * the main thread is the primordial ULT of VP 0 (the runtime starts on
+ * the first team, from the main thread); another kernel thread that
+ * starts a team lends its TLS to a ULT that runs the region
+ * (tl_ult_run_as_self) and sleeps meanwhile.
+ *
+ * Thread-local storage. GCC compiles threadprivate variables to __thread
+ * ones, so each OpenMP thread needs TLS of its own that does not change
+ * when its ULT migrates between VPs (the VPs follow the resource manager
+ * inside a region). In the default mode (THREADLAB_GOMP_TLS=identity)
+ * every worker ULT wears a TLS identity of libthreadlab-ult: thread k of
+ * a top-level team always wears identity k (threadprivate data persists
+ * from one region to the next, as OpenMP wants), threads of nested teams
+ * take identities from a pool. Where identities do not exist (ASan and
+ * TSan builds) or with THREADLAB_GOMP_TLS=vp, thread k of a team is bound
+ * to VP k mod nvps and sees that VP's TLS: threadprivate data is then
+ * right only while each VP runs at most one OpenMP thread (docs).
+ *
+ * Teams. A team is one allocation (team, then its threads' states),
+ * cached by the master for its next region. The region ends with a final
+ * barrier that only the master waits in: a worker that arrives runs tasks
+ * while any is pending, counts itself finished and exits.
+ */
+#define _GNU_SOURCE
+#include "gomp.h"
+
+#include <errno.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int tlg_forked;
+
+static struct {
+    pthread_mutex_t lock;
+    _Atomic int initialized;
+    unsigned nvps;
+    tl_ult_identity **top;    /* identity of top-level thread k (k >= 1) */
+    unsigned ntop;
+    tl_ult_identity **pool;   /* free identities for nested teams */
+    unsigned npool, pool_cap;
+    _Atomic unsigned busy;    /* OpenMP threads of the initial group (thread-limit-var) */
+} rt = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = 1};
+
+/* The state of a kernel thread (or a TLS identity) outside any team, and
+ * the current state of a non-ULT thread in a team (vp mode only). */
+static __thread tlg_thread *tls_initial __attribute__((tls_model("initial-exec")));
+static __thread tlg_thread *tls_cur __attribute__((tls_model("initial-exec")));
+
+static void init_implicit(tlg_thread *t, const tlg_icv *icv)
+{
+    memset(&t->implicit, 0, sizeof t->implicit);
+    t->implicit.icv = *icv;
+    t->implicit.implicit = 1;
+    atomic_init(&t->implicit.refs, 1); /* never dropped: it is not allocated */
+    t->implicit.thr = t;
+    t->task = &t->implicit;
+}
+
+tlg_thread *tlg_initial(void)
+{
+    tlg_thread *t = tls_initial;
+    if (TLG_LIKELY(t))
+        return t;
+    t = tlg_aligned_alloc(TLG_LINE, sizeof *t);
+    memset(t, 0, sizeof *t);
+    init_implicit(t, &tlg_env_v.icv);
+    tlg_task_thread_init(t);
+    tls_initial = t;
+    return t;
+}
+
+tlg_thread *tlg_self(void)
+{
+    tlg_thread *t = tl_ult_get_local();
+    if (TLG_LIKELY(t))
+        return t;
+    t = tls_cur;
+    return t ? t : tlg_initial();
+}
+
+static void set_current(tlg_thread *t)
+{
+    if (tl_ult_self())
+        tl_ult_set_local(t);
+    else
+        tls_cur = t;
+}
+
+int tlg_ult_ready(void)
+{
+    return atomic_load_explicit(&rt.initialized, ACQ);
+}
+
+static void atfork_child(void)
+{
+    /* the VPs are not in the child: its teams run serially */
+    tlg_forked = 1;
+}
+
+__attribute__((constructor)) static void tlg_constructor(void)
+{
+    tlg_env_init();
+    tlg_rm_init();
+    pthread_atfork(NULL, NULL, atfork_child);
+}
+
+static unsigned env_vps(void)
+{
+    const char *v = getenv("THREADLAB_GOMP_VPS");
+    if (!v || !*v)
+        return 0;
+    char *end;
+    unsigned long n = strtoul(v, &end, 10);
+    if (*end || n == 0 || n > 4096) {
+        tlg_notice("THREADLAB_GOMP_VPS=%s is not valid (accepted: 1 to 4096); ignored", v);
+        return 0;
+    }
+    return (unsigned)n;
+}
+
+void tlg_init(void)
+{
+    if (TLG_LIKELY(atomic_load_explicit(&rt.initialized, ACQ)))
+        return;
+    pthread_mutex_lock(&rt.lock);
+    if (!atomic_load_explicit(&rt.initialized, RLX)) {
+        tl_ult_config cfg;
+        tl_ult_config_init(&cfg);
+        unsigned ncpu = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+        cpu_set_t set;
+        if (sched_getaffinity(0, sizeof set, &set) == 0)
+            ncpu = (unsigned)CPU_COUNT(&set);
+        cfg.nvps = env_vps();
+        if (!cfg.nvps) {
+            cfg.nvps = ncpu;
+            /* vp mode: one VP per thread of a top-level team, so that each
+             * sees TLS of its own */
+            if (tlg_env_v.tls_mode == TLG_TLS_VP && tlg_env_v.icv.nthreads > cfg.nvps)
+                cfg.nvps = tlg_env_v.icv.nthreads;
+        }
+        cfg.pin = tlg_env_v.icv.bind != omp_proc_bind_false;
+        /* more VPs than CPUs: a spinning VP would take the CPU of the one
+         * it waits for, so idle VPs and waiting threads do not spin */
+        if (cfg.nvps > ncpu) {
+            cfg.spin_us = 0;
+            tlg_env_v.spin_ns = 0;
+        }
+        /* the main thread becomes VP 0's primordial ULT; any other thread
+         * may exit, so it stays external */
+        cfg.external = syscall(SYS_gettid) != getpid();
+        int err = tl_ult_init(&cfg);
+        if (err)
+            tlg_fatal("cannot start the user-level threads runtime: %s", strerror(err));
+        rt.nvps = tl_ult_num_vps();
+        atomic_store_explicit(&rt.initialized, 1, REL);
+    }
+    pthread_mutex_unlock(&rt.lock);
+    tlg_rm_follow(); /* a manager registered us before the VPs existed */
+}
+
+/* ---- identities ---------------------------------------------------------- */
+
+static tl_ult_identity *new_identity(void)
+{
+    tl_ult_identity *id;
+    int err = tl_ult_identity_create(&id);
+    if (err)
+        tlg_fatal("cannot create a TLS identity (a sleeping kernel thread) for an OpenMP thread: %s",
+                  strerror(err));
+    return id;
+}
+
+static tl_ult_identity *top_identity(unsigned k)
+{
+    pthread_mutex_lock(&rt.lock);
+    if (k >= rt.ntop) {
+        unsigned n = k + 1 > 2 * rt.ntop ? k + 1 : 2 * rt.ntop;
+        tl_ult_identity **g = realloc(rt.top, n * sizeof *g);
+        if (!g)
+            tlg_fatal("out of memory");
+        memset(g + rt.ntop, 0, (n - rt.ntop) * sizeof *g);
+        rt.top = g;
+        rt.ntop = n;
+    }
+    if (!rt.top[k])
+        rt.top[k] = new_identity();
+    tl_ult_identity *id = rt.top[k];
+    pthread_mutex_unlock(&rt.lock);
+    return id;
+}
+
+static tl_ult_identity *pool_get(void)
+{
+    pthread_mutex_lock(&rt.lock);
+    tl_ult_identity *id = rt.npool ? rt.pool[--rt.npool] : NULL;
+    pthread_mutex_unlock(&rt.lock);
+    return id ? id : new_identity();
+}
+
+static void pool_put(tl_ult_identity *id)
+{
+    pthread_mutex_lock(&rt.lock);
+    if (rt.npool == rt.pool_cap) {
+        unsigned n = rt.pool_cap ? 2 * rt.pool_cap : 16;
+        tl_ult_identity **g = realloc(rt.pool, n * sizeof *g);
+        if (!g)
+            tlg_fatal("out of memory");
+        rt.pool = g;
+        rt.pool_cap = n;
+    }
+    rt.pool[rt.npool++] = id;
+    pthread_mutex_unlock(&rt.lock);
+}
+
+/* ---- team size ------------------------------------------------------------- */
+
+unsigned tlg_resolve_threads(unsigned specified, unsigned count)
+{
+    tlg_thread *thr = tlg_self();
+    tlg_icv *icv = &thr->task->icv;
+    if (specified == 1 || tlg_forked)
+        return 1;
+    if (thr->active_level >= icv->max_active_levels)
+        return 1;
+    unsigned n = specified ? specified : icv->nthreads;
+    unsigned alloc = thr->level == 0 ? tlg_rm_region(n) : 0;
+    int dyn = tlg_dyn(icv); /* after the region's registration: managed, it defaults to true */
+    if (alloc && dyn && n > alloc)
+        n = alloc;
+    if (dyn) {
+        if (tlg_ult_ready()) {
+            unsigned active = tl_ult_active_vps();
+            if (active && n > active)
+                n = active;
+        }
+        if (count && count < n)
+            n = count;
+    }
+    if (n <= 1)
+        return 1;
+    if (icv->thread_limit != INT_MAX) {
+        /* threads of the contention group: the busy count */
+        unsigned busy = atomic_load_explicit(&rt.busy, RLX), want;
+        do {
+            want = n;
+            if (busy >= icv->thread_limit)
+                want = 1;
+            else if (busy + want - 1 > icv->thread_limit)
+                want = icv->thread_limit - busy + 1;
+        } while (!atomic_compare_exchange_weak_explicit(&rt.busy, &busy, busy + want - 1, RLX, RLX));
+        n = want;
+    }
+    return n;
+}
+
+/* ---- teams ------------------------------------------------------------------- */
+
+static size_t team_bytes(unsigned n)
+{
+    size_t head = sizeof(tlg_team) + n * sizeof(tlg_thread *);
+    head = (head + TLG_LINE - 1) / TLG_LINE * TLG_LINE;
+    return head + n * ((sizeof(tlg_thread) + TLG_LINE - 1) / TLG_LINE * TLG_LINE);
+}
+
+static tlg_thread *member(tlg_team *team, unsigned k)
+{
+    size_t head = sizeof(tlg_team) + team->cap * sizeof(tlg_thread *);
+    head = (head + TLG_LINE - 1) / TLG_LINE * TLG_LINE;
+    return (tlg_thread *)((char *)team + head + k * ((sizeof(tlg_thread) + TLG_LINE - 1) / TLG_LINE * TLG_LINE));
+}
+
+/* Every thread's own team cache: the team it last started as master. */
+static tlg_team *team_get(tlg_thread *thr, unsigned n)
+{
+    tlg_team *team = thr->cached_team;
+    if (team && team->cap >= n)
+        return team;
+    if (team) {
+        for (unsigned k = 0; k < team->cap; k++)
+            tlg_task_thread_fini(member(team, k));
+        free(team);
+    }
+    unsigned cap = n < 4 ? 4 : n;
+    team = tlg_aligned_alloc(TLG_LINE, team_bytes(cap));
+    memset(team, 0, team_bytes(cap));
+    team->cap = cap;
+    for (unsigned k = 0; k < cap; k++)
+        tlg_task_thread_init(member(team, k));
+    thr->cached_team = team;
+    return team;
+}
+
+struct region {
+    tlg_fn fn;
+    void *data;
+    unsigned nthreads;
+    unsigned flags;
+    void (*ws0)(tlg_team *, void *);
+    void *ws0_arg;
+    uintptr_t *reductions;
+    tlg_team *team;      /* set by region_start */
+    tlg_thread *master_prev;
+};
+
+static void worker_end(tlg_thread *me);
+
+static void *worker_main(void *p)
+{
+    tlg_thread *me = p;
+    tl_ult_set_local(me);
+    tlg_team *team = me->team;
+    team->fn(team->data);
+    worker_end(me);
+    return NULL;
+}
+
+static void region_start(struct region *r)
+{
+    tlg_thread *thr = tlg_self();
+    unsigned n = r->nthreads;
+    tlg_team *team = team_get(thr, n);
+    r->team = team;
+    r->master_prev = thr;
+    team->nthreads = n;
+    team->level = thr->level + 1;
+    team->active_level = thr->active_level + (n > 1);
+    team->fn = r->fn;
+    team->data = r->data;
+    team->icv = thr->task->icv;
+    if (team->level < tlg_env_v.nthreads_len)
+        team->icv.nthreads = tlg_env_v.nthreads_list[team->level];
+    if (team->level < tlg_env_v.bind_len)
+        team->icv.bind = tlg_env_v.bind_list[team->level];
+    atomic_store_explicit(&team->bar_arrived, 0, RLX);
+    atomic_store_explicit(&team->bar_gen, 0, RLX);
+    atomic_store_explicit(&team->event, 0, RLX);
+    atomic_store_explicit(&team->nparked, 0, RLX);
+    atomic_store_explicit(&team->task_pending, 0, RLX);
+    atomic_store_explicit(&team->task_queued, 0, RLX);
+    atomic_store_explicit(&team->finished, 0, RLX);
+    atomic_store_explicit(&team->single_count, 0, RLX);
+    atomic_store_explicit(&team->cancelled, 0, RLX);
+    atomic_store_explicit(&team->ws_cancelled, 0, RLX);
+    team->reductions = r->reductions;
+    team->par_taskgroup = r->reductions ? tlg_parallel_reductions_register(r->reductions, n) : NULL;
+    tlg_ws_reset(team);
+    if (r->ws0)
+        r->ws0(team, r->ws0_arg);
+    for (unsigned k = 0; k < n; k++) {
+        tlg_thread *m = member(team, k);
+        team->threads[k] = m;
+        m->team = team;
+        m->id = k;
+        m->level = team->level;
+        m->active_level = team->active_level;
+        m->team_num = thr->team_num;
+        m->num_teams = thr->num_teams;
+        init_implicit(m, &team->icv);
+        m->implicit.taskgroup = team->par_taskgroup;
+        m->ws_seq = r->ws0 ? 1 : 0;
+        m->ws = r->ws0 ? &team->ws[0] : NULL;
+        m->single_count = 0;
+        m->static_trip = 0;
+        m->ord_held = 0;
+        m->prev = NULL;
+        m->identity = NULL;
+    }
+    member(team, 0)->prev = thr;
+    set_current(member(team, 0));
+    if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY)
+        for (unsigned k = 1; k < n; k++)
+            member(team, k)->identity = team->level == 1 ? top_identity(k) : pool_get();
+}
+
+/* Thread k of the team as a ULT: first placed on VP (master's + k) mod
+ * active, free to migrate, wearing its identity; in vp mode bound to one
+ * VP, whose TLS it then sees. */
+static void spawn(tlg_team *team, unsigned k, int bind)
+{
+    tlg_thread *m = member(team, k);
+    int vp = tl_ult_vp_id();
+    unsigned base = vp < 0 ? 0 : (unsigned)vp;
+    tl_ult_attr a;
+    tl_ult_attr_init(&a);
+    a.stack_size = tlg_env_v.stacksize ? tlg_env_v.stacksize : TLG_DEFAULT_STACK;
+    a.detached = 1;
+    a.identity = m->identity;
+    if (tlg_env_v.tls_mode == TLG_TLS_IDENTITY) {
+        a.vp = (int)((base + k) % tl_ult_active_vps());
+    } else {
+        a.vp = (int)(team->level == 1 ? k % rt.nvps : (base + k) % rt.nvps);
+        a.bound = bind;
+    }
+    int err = tl_ult_create(&m->ult, &a, worker_main, m);
+    if (err)
+        tlg_fatal("cannot create OpenMP thread %u of a team of %u: %s", k, team->nthreads, strerror(err));
+}
+
+static void spawn_workers(tlg_team *team)
+{
+    for (unsigned k = 1; k < team->nthreads; k++)
+        spawn(team, k, 1);
+}
+
+/* The final barrier, worker side: help with tasks while any is pending,
+ * then count itself finished (its last access to the team). */
+static void worker_end(tlg_thread *me)
+{
+    tlg_team *team = me->team;
+    uint64_t spun = 0;
+    for (;;) {
+        uint32_t ev = atomic_load_explicit(&team->event, ACQ);
+        if (atomic_load_explicit(&team->task_pending, ACQ) <= 0)
+            break;
+        tlg_wait_step(me, ev, &spun, NULL);
+    }
+    uint32_t n = team->nthreads;
+    if (atomic_fetch_add_explicit(&team->finished, 1, ACQREL) + 1 == n - 1)
+        tl_ult_wake(&team->finished, 1);
+}
+
+static void region_end(struct region *r)
+{
+    tlg_team *team = r->team;
+    tlg_thread *me = member(team, 0);
+    unsigned n = team->nthreads;
+    uint64_t spun = 0;
+    for (;;) {
+        uint32_t ev = atomic_load_explicit(&team->event, ACQ);
+        if (atomic_load_explicit(&team->task_pending, ACQ) > 0) {
+            tlg_wait_step(me, ev, &spun, NULL);
+            continue;
+        }
+        uint32_t f = atomic_load_explicit(&team->finished, ACQ);
+        if (f == n - 1)
+            break;
+        tlg_wait_word(&team->finished, f);
+    }
+    for (unsigned k = 0; k < n; k++)
+        tlg_task_implicit_end(&member(team, k)->implicit);
+    if (team->level > 1)
+        for (unsigned k = 1; k < n; k++)
+            if (member(team, k)->identity)
+                pool_put(member(team, k)->identity);
+    if (team->par_taskgroup) {
+        free(team->par_taskgroup);
+        team->par_taskgroup = NULL;
+    }
+    if (n > 1 && tlg_self()->task->icv.thread_limit != INT_MAX)
+        atomic_fetch_sub_explicit(&rt.busy, n - 1, RLX);
+    team->nthreads = 0;
+    set_current(r->master_prev);
+}
+
+static void *region_run(void *p)
+{
+    struct region *r = p;
+    region_start(r);
+    spawn_workers(r->team);
+    r->fn(r->data);
+    region_end(r);
+    return NULL;
+}
+
+/* ---- single-level loops as work descriptors (the seed's NTLib) ----------------
+ *
+ * A combined parallel loop (GOMP_parallel_loop_*: the compiler says the
+ * region is one loop) whose team fits the active VPs runs as a work
+ * descriptor of libthreadlab-ult: part k is copied into VP k's slot and
+ * the VP runs it on its scheduler context (no ULT, no stack) wearing
+ * thread k's TLS identity; the master runs part 0 and any part a busy or
+ * stopped VP has not started (as a ULT of its own, for its identity). A
+ * part whose VP is told to stop takes no further chunk of a dynamic or
+ * guided loop (iter.c): the other parts take them. Used only when a
+ * region nested in the loop would be inactive (a VP context cannot lend
+ * its TLS to a nested master); THREADLAB_GOMP_WORKDESC=0 turns it off. */
+
+static _Atomic unsigned long wd_regions;
+
+TLG_EXPORT unsigned long threadlab_gomp_workdesc_regions(void)
+{
+    return atomic_load_explicit(&wd_regions, RLX);
+}
+
+static void *claimed_part(void *p)
+{
+    tlg_thread *m = p;
+    tl_ult_set_local(m);
+    m->team->fn(m->team->data);
+    worker_end(m);
+    return NULL;
+}
+
+static void wd_part(unsigned id, unsigned nparts, void *p)
+{
+    (void)nparts;
+    tlg_team *team = p;
+    tlg_thread *m = member(team, id);
+    if (id == 0) {
+        team->fn(team->data); /* the master's own part */
+        return;
+    }
+    if (tl_ult_self()) {
+        /* claimed by the master: a ULT of its own wears its identity */
+        tl_ult_attr a;
+        tl_ult_attr_init(&a);
+        a.stack_size = tlg_env_v.stacksize ? tlg_env_v.stacksize : TLG_DEFAULT_STACK;
+        a.identity = m->identity;
+        tl_ult_t t;
+        if (tl_ult_create(&t, &a, claimed_part, m) != 0 || tl_ult_join(t, NULL) != 0)
+            tlg_fatal("cannot run part %u of a parallel loop", id);
+        return;
+    }
+    tl_ult_wear(m->identity);
+    tls_cur = m; /* in the worn TLS: this VP context is thread id now */
+    team->fn(team->data);
+    worker_end(m);
+    tls_cur = NULL;
+    tl_ult_wear(NULL);
+}
+
+int tlg_parallel_workdesc(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(tlg_team *, void *),
+                          void *ws0_arg)
+{
+    static int enabled = -1;
+    if (enabled < 0) {
+        const char *v = getenv("THREADLAB_GOMP_WORKDESC");
+        enabled = !(v && !strcmp(v, "0"));
+    }
+    if (!enabled || nthreads < 2 || tlg_forked)
+        return 0;
+    tlg_init();
+    tlg_thread *thr = tlg_self();
+    /* part k runs on VP k: the master (part 0) must be VP 0's ULT */
+    if (!tl_ult_self() || tl_ult_vp_id() != 0 || nthreads > tl_ult_active_vps() ||
+        thr->active_level + 1 < thr->task->icv.max_active_levels)
+        return 0;
+    atomic_fetch_add_explicit(&wd_regions, 1, RLX);
+    struct region r = {fn, data, nthreads, 0, ws0, ws0_arg, NULL, NULL, NULL};
+    region_start(&r);
+    int err = tl_ult_workdesc_run(wd_part, r.team, nthreads);
+    if (err)
+        tlg_fatal("cannot run a parallel loop as a work descriptor: %s", strerror(err));
+    region_end(&r);
+    return 1;
+}
+
+void tlg_parallel(tlg_fn fn, void *data, unsigned nthreads, unsigned flags,
+                  void (*ws0)(tlg_team *, void *), void *ws0_arg, uintptr_t *reductions)
+{
+    struct region r = {fn, data, nthreads, flags, ws0, ws0_arg, reductions, NULL, NULL};
+    if (nthreads > 1) {
+        tlg_init();
+        if (!tl_ult_self() && tlg_env_v.tls_mode == TLG_TLS_IDENTITY) {
+            /* a kernel thread of the program: it lends its TLS to a ULT
+             * that runs the region as its master */
+            size_t stack = tlg_env_v.stacksize ? tlg_env_v.stacksize : TLG_DEFAULT_STACK;
+            int err = tl_ult_run_as_self(region_run, &r, stack, NULL);
+            if (err)
+                tlg_fatal("cannot run a parallel region for this kernel thread: %s", strerror(err));
+            return;
+        }
+    }
+    region_run(&r);
+}
+
+/* The legacy pair (GOMP 1.0): _start starts the team, the caller runs fn
+ * as the master, _end ends it. Only a ULT (or vp mode) can split the
+ * region that way; a foreign kernel thread runs the legacy region with a
+ * team of one. */
+void tlg_parallel_start(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(tlg_team *, void *), void *ws0_arg)
+{
+    if (nthreads > 1) {
+        tlg_init();
+        if (!tl_ult_self() && tlg_env_v.tls_mode == TLG_TLS_IDENTITY)
+            nthreads = 1;
+    }
+    struct region *r = tlg_malloc(sizeof *r);
+    *r = (struct region){fn, data, nthreads, 0, ws0, ws0_arg, NULL, NULL, NULL};
+    region_start(r);
+    spawn_workers(r->team);
+    /* the master's state: the region, to be found by _end */
+    member(r->team, 0)->legacy = r;
+}
+
+void tlg_parallel_end(void)
+{
+    tlg_thread *me = tlg_self();
+    struct region *r = me->legacy;
+    if (!r || !me->team || me->id != 0)
+        tlg_fatal("GOMP_parallel_end without a matching GOMP_parallel_start");
+    me->legacy = NULL;
+    region_end(r);
+    free(r);
+}
+
+TLG_EXPORT int threadlab_gomp_tls_mode(void)
+{
+    return tlg_env_v.tls_mode;
+}
+
+TLG_EXPORT int threadlab_gomp_managed(void)
+{
+    return tlg_rm_managed();
+}
+
+TLG_EXPORT int threadlab_gomp_active_vps(void)
+{
+    return tlg_ult_ready() ? (int)tl_ult_active_vps() : 0;
+}
+
+TLG_EXPORT int threadlab_gomp_vp(void)
+{
+    return tl_ult_vp_id();
+}

@@ -1,0 +1,1174 @@
+/*
+ * omp_conformance.c - an ordinary OpenMP program (gcc -fopenmp, linked
+ * with libgomp) that checks the constructs real programs use, with results
+ * that are right only if the runtime is: run as is (libgomp) and with
+ * libthreadlab-gomp preloaded, by ctest (docs/omp-ult.md, "Tests").
+ *
+ *   omp_conformance [NAME...]     all checks, or the named ones
+ *
+ * One line per check: "ok NAME" or "FAIL NAME: what"; exit status 0 when
+ * all passed. The program is race-free (ThreadSanitizer builds run it).
+ * It reads OMP_NUM_THREADS, OMP_SCHEDULE, OMP_DYNAMIC, OMP_THREAD_LIMIT,
+ * OMP_MAX_ACTIVE_LEVELS and OMP_WAIT_POLICY itself and checks that the
+ * runtime's ICVs agree. Checks of threadprivate data across nested teams
+ * run only where each OpenMP thread has TLS of its own (libgomp, and
+ * libthreadlab-gomp in its identity mode).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <omp.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+static const char *current;
+
+#define FAIL(...)                                                                                           \
+    do {                                                                                                    \
+        failures++;                                                                                         \
+        printf("FAIL %s: ", current);                                                                       \
+        printf(__VA_ARGS__);                                                                                \
+        printf(" (line %d)\n", __LINE__);                                                                   \
+        fflush(stdout);                                                                                     \
+    } while (0)
+#define EXPECT(cond, ...)                                                                                   \
+    do {                                                                                                    \
+        if (!(cond))                                                                                        \
+            FAIL(__VA_ARGS__);                                                                              \
+    } while (0)
+
+/* An environment variable's number, or dflt when unset or not a number
+ * (the runtime then ignores it too). */
+static int env_int(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return *end || n <= 0 || n > INT_MAX ? dflt : (int)n;
+}
+
+/* 1 when each OpenMP thread has thread-local storage of its own. */
+static int own_tls(void)
+{
+    int (*mode)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "threadlab_gomp_tls_mode");
+    return !mode || mode() == 0;
+}
+
+/* ---- parallel ----------------------------------------------------------------- */
+
+static void check_parallel(void)
+{
+    int seen[8] = {0}, team = 0, inpar = 0, level = 0;
+#pragma omp parallel num_threads(5)
+    {
+        int id = omp_get_thread_num();
+        __atomic_fetch_add(&seen[id], 1, __ATOMIC_RELAXED);
+        if (id == 0) {
+            team = omp_get_num_threads();
+            inpar = omp_in_parallel();
+            level = omp_get_level();
+        }
+    }
+    EXPECT(team == 5, "team of %d, asked 5", team);
+    EXPECT(inpar == 1 && level == 1, "in_parallel %d level %d", inpar, level);
+    for (int i = 0; i < 5; i++)
+        EXPECT(seen[i] == 1, "thread %d ran %d times", i, seen[i]);
+    EXPECT(!omp_in_parallel() && omp_get_level() == 0 && omp_get_num_threads() == 1, "outside a region");
+
+    int one = 0;
+#pragma omp parallel if (0)
+    one = omp_get_num_threads() + 10 * omp_in_parallel() + 100 * omp_get_level();
+    EXPECT(one == 101, "if(0): team %d, in_parallel %d, level %d", one % 10, one / 10 % 10, one / 100);
+
+    /* many short regions */
+    long sum = 0;
+    for (int r = 0; r < 500; r++) {
+#pragma omp parallel num_threads(3) reduction(+ : sum)
+        sum += omp_get_thread_num() + 1;
+    }
+    EXPECT(sum == 500L * 6, "500 regions summed %ld", sum);
+
+    /* a team larger than the machine */
+    int big = 0, ids = 0;
+#pragma omp parallel num_threads(16) reduction(+ : ids)
+    {
+        ids += omp_get_thread_num();
+#pragma omp barrier
+#pragma omp single
+        big = omp_get_num_threads();
+    }
+    EXPECT(big == 16 && ids == 120, "team of 16: %d threads, ids sum %d", big, ids);
+}
+
+static void check_nested(void)
+{
+    int saved = omp_get_max_active_levels();
+    omp_set_max_active_levels(3);
+    int count = 0, bad = 0;
+#pragma omp parallel num_threads(3) reduction(+ : bad)
+    {
+        int outer = omp_get_thread_num();
+#pragma omp parallel num_threads(2) reduction(+ : bad)
+        {
+            if (omp_get_num_threads() != 2 || omp_get_level() != 2 || omp_get_active_level() != 2)
+                bad++;
+            if (omp_get_ancestor_thread_num(1) != outer || omp_get_team_size(1) != 3 ||
+                omp_get_team_size(2) != 2 || omp_get_ancestor_thread_num(0) != 0 ||
+                omp_get_ancestor_thread_num(2) != omp_get_thread_num() || omp_get_ancestor_thread_num(3) != -1)
+                bad++;
+#pragma omp parallel num_threads(2) reduction(+ : bad)
+            {
+                if (omp_get_level() != 3 || omp_get_num_threads() != 2)
+                    bad++;
+#pragma omp atomic
+                count++;
+            }
+        }
+    }
+    EXPECT(bad == 0, "%d wrong inquiries in nested teams", bad);
+    EXPECT(count == 12, "12 innermost threads, counted %d", count);
+
+    /* many nested regions */
+    count = 0;
+#pragma omp parallel num_threads(2)
+    for (int r = 0; r < 100; r++) {
+#pragma omp parallel num_threads(3)
+        {
+#pragma omp atomic
+            count++;
+        }
+    }
+    EXPECT(count == 600, "600 nested threads, counted %d", count);
+
+    /* beyond max-active-levels the inner teams have one thread */
+    omp_set_max_active_levels(1);
+    int inner = 0, act = 0;
+#pragma omp parallel num_threads(2)
+#pragma omp parallel num_threads(2)
+    if (omp_get_thread_num() == 0) {
+        __atomic_store_n(&inner, omp_get_num_threads(), __ATOMIC_RELAXED);
+        __atomic_store_n(&act, omp_get_active_level() * 10 + omp_get_level(), __ATOMIC_RELAXED);
+    }
+    EXPECT(inner == 1 && act == 12, "inactive inner team: %d threads, active/level %d", inner, act);
+    omp_set_max_active_levels(saved);
+}
+
+/* ---- worksharing loops ---------------------------------------------------------- */
+
+#define N_ITER 1000
+static int hits[N_ITER];
+
+static int check_hits(int n, const char *what)
+{
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        if (hits[i] != 1)
+            bad++;
+    if (bad)
+        FAIL("%s: %d iterations not run exactly once", what, bad);
+    memset(hits, 0, sizeof hits);
+    return bad;
+}
+
+#define LOOP(sched, n)                                                                                      \
+    do {                                                                                                    \
+        _Pragma("omp parallel num_threads(3)") {                                                            \
+            _Pragma(sched) for (int i = 0; i < (n); i++) __atomic_fetch_add(&hits[i], 1, __ATOMIC_RELAXED);   \
+        }                                                                                                   \
+        check_hits(n, sched);                                                                               \
+    } while (0)
+
+static void check_loops(void)
+{
+    static const int sizes[] = {0, 1, 2, 3, 7, 64, N_ITER};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        int n = sizes[k];
+        LOOP("omp for schedule(static)", n);
+        LOOP("omp for schedule(static, 3)", n);
+        LOOP("omp for schedule(dynamic)", n);
+        LOOP("omp for schedule(dynamic, 7)", n);
+        LOOP("omp for schedule(guided)", n);
+        LOOP("omp for schedule(guided, 5)", n);
+        LOOP("omp for schedule(monotonic: dynamic, 2)", n);
+        LOOP("omp for schedule(nonmonotonic: guided)", n);
+        LOOP("omp for schedule(runtime)", n);
+        LOOP("omp for schedule(monotonic: runtime)", n);
+        LOOP("omp for schedule(nonmonotonic: runtime)", n);
+        LOOP("omp for schedule(auto)", n);
+    }
+    /* every runtime schedule kind */
+    omp_sched_t saved_kind;
+    int saved_chunk;
+    omp_get_schedule(&saved_kind, &saved_chunk);
+    const omp_sched_t kinds[] = {omp_sched_static, omp_sched_dynamic, omp_sched_guided, omp_sched_auto,
+                                 omp_sched_static | omp_sched_monotonic};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        for (int chunk = 0; chunk <= 4; chunk += 4) {
+            omp_set_schedule(kinds[k], chunk);
+            LOOP("omp for schedule(runtime)", N_ITER);
+            omp_sched_t got;
+            int gchunk;
+            omp_get_schedule(&got, &gchunk);
+            EXPECT(got == kinds[k], "omp_get_schedule kind %d, set %d", (int)got, (int)kinds[k]);
+        }
+    /* static with a chunk through the runtime: chunk k goes to thread k mod n */
+    omp_set_schedule(omp_sched_static, 4);
+    int owner[N_ITER];
+#pragma omp parallel num_threads(3)
+    {
+#pragma omp for schedule(runtime)
+        for (int i = 0; i < N_ITER; i++)
+            owner[i] = omp_get_thread_num();
+    }
+    int bad = 0;
+    for (int i = 0; i < N_ITER; i++)
+        if (owner[i] != (i / 4) % 3)
+            bad++;
+    EXPECT(bad == 0, "static,4 runtime schedule: %d iterations on the wrong thread", bad);
+    /* two nowait runtime-static loops of the same shape map alike */
+    int second[N_ITER];
+    omp_set_schedule(omp_sched_static, 0);
+#pragma omp parallel num_threads(3)
+    {
+#pragma omp for schedule(runtime) nowait
+        for (int i = 0; i < N_ITER; i++)
+            owner[i] = omp_get_thread_num();
+#pragma omp for schedule(runtime) nowait
+        for (int i = 0; i < N_ITER; i++)
+            second[i] = omp_get_thread_num();
+    }
+    bad = 0;
+    for (int i = 0; i < N_ITER; i++)
+        if (owner[i] != second[i])
+            bad++;
+    EXPECT(bad == 0, "two static loops: %d iterations on different threads", bad);
+    omp_set_schedule(saved_kind, saved_chunk);
+
+    /* steps, directions, combined constructs */
+    long s = 0;
+#pragma omp parallel for schedule(dynamic, 3) reduction(+ : s)
+    for (long i = 1000; i > -1000; i -= 7)
+        s += i;
+    long want = 0;
+    for (long i = 1000; i > -1000; i -= 7)
+        want += i;
+    EXPECT(s == want, "downward step 7: %ld, want %ld", s, want);
+    s = 0;
+#pragma omp parallel for schedule(guided, 2) reduction(+ : s)
+    for (int i = 3; i < 2000; i += 5)
+        s += i;
+    want = 0;
+    for (int i = 3; i < 2000; i += 5)
+        want += i;
+    EXPECT(s == want, "step 5: %ld, want %ld", s, want);
+#pragma omp parallel for schedule(runtime)
+    for (int i = 0; i < N_ITER; i++)
+        __atomic_fetch_add(&hits[i], 1, __ATOMIC_RELAXED);
+    check_hits(N_ITER, "parallel for schedule(runtime)");
+#pragma omp parallel for collapse(2) schedule(dynamic, 3)
+    for (int i = 0; i < 20; i++)
+        for (int j = 0; j < 50; j++)
+            __atomic_fetch_add(&hits[i * 50 + j], 1, __ATOMIC_RELAXED);
+    check_hits(N_ITER, "collapse(2)");
+
+    /* unsigned long long iteration spaces */
+    unsigned long long us = 0;
+#pragma omp parallel for schedule(dynamic, 5) reduction(+ : us)
+    for (unsigned long long u = 0; u < 100000000000ULL; u += 100000000ULL)
+        us += 1;
+    EXPECT(us == 1000, "ull dynamic: %llu chunks of 1e8 in 1e11", us);
+    us = 0;
+#pragma omp parallel for schedule(guided) reduction(+ : us)
+    for (unsigned long long u = ULLONG_MAX - 3000; u > ULLONG_MAX - 6000; u -= 3)
+        us += 1;
+    EXPECT(us == 1000, "ull guided downward: %llu", us);
+    us = 0;
+#pragma omp parallel for schedule(runtime) reduction(+ : us)
+    for (unsigned long long u = 5; u < 5005; u++)
+        us += u;
+    EXPECT(us == 12522500, "ull runtime: %llu", us);
+    us = 0;
+#pragma omp parallel for schedule(static, 7) reduction(+ : us) collapse(2)
+    for (unsigned long long u = 0; u < 40; u++)
+        for (unsigned long long v = 0; v < 25; v++)
+            us += u * 25 + v;
+    EXPECT(us == 499500, "ull collapse static: %llu", us);
+
+    /* cancel is a no-op without OMP_CANCELLATION */
+    int ran = 0;
+#pragma omp parallel
+    {
+#pragma omp for reduction(+ : ran)
+        for (int i = 0; i < 100; i++) {
+            ran++;
+#pragma omp cancel for if (i == 3)
+        }
+    }
+    if (!omp_get_cancellation())
+        EXPECT(ran == 100, "cancel without cancellation ran %d of 100", ran);
+}
+
+static void check_ordered(void)
+{
+    int seq[N_ITER], pos = 0;
+#pragma omp parallel num_threads(3)
+    {
+#pragma omp for ordered schedule(dynamic, 3)
+        for (int i = 0; i < N_ITER; i++) {
+#pragma omp ordered
+            seq[pos++] = i;
+        }
+#pragma omp single
+        {
+            for (int i = 0; i < N_ITER; i++)
+                if (seq[i] != i) {
+                    FAIL("ordered dynamic: position %d holds %d", i, seq[i]);
+                    break;
+                }
+            pos = 0;
+        }
+#pragma omp for ordered schedule(static, 2)
+        for (int i = 0; i < 300; i++) {
+#pragma omp ordered
+            seq[pos++] = i;
+        }
+#pragma omp single
+        {
+            for (int i = 0; i < 300; i++)
+                if (seq[i] != i) {
+                    FAIL("ordered static: position %d holds %d", i, seq[i]);
+                    break;
+                }
+            pos = 0;
+        }
+#pragma omp for ordered schedule(guided)
+        for (int i = 0; i < 500; i++) {
+            if (i % 3 == 0) {
+#pragma omp ordered
+                seq[pos++] = i;
+            }
+        }
+#pragma omp for ordered schedule(runtime)
+        for (int i = 0; i < 10; i++) {
+#pragma omp ordered
+            seq[pos++] = 1000 + i;
+        }
+    }
+    int k = 0, bad = 0;
+    for (int i = 0; i < 500; i += 3)
+        if (seq[k++] != i)
+            bad++;
+    for (int i = 0; i < 10; i++)
+        if (seq[k++] != 1000 + i)
+            bad++;
+    EXPECT(bad == 0 && k == pos, "ordered guided/runtime: %d out of order", bad);
+    unsigned long long useq[64];
+    int up = 0;
+#pragma omp parallel for ordered schedule(dynamic)
+    for (unsigned long long u = 10; u < 74; u++) {
+#pragma omp ordered
+        useq[up++] = u;
+    }
+    bad = 0;
+    for (int i = 0; i < 64; i++)
+        if (useq[i] != 10u + (unsigned)i)
+            bad++;
+    EXPECT(bad == 0, "ordered ull: %d out of order", bad);
+}
+
+static void check_sections(void)
+{
+    int a = 0, b = 0, c = 0, d = 0, last = -1;
+#pragma omp parallel num_threads(3)
+    {
+#pragma omp sections lastprivate(last)
+        {
+#pragma omp section
+            {
+                a++;
+                last = 1;
+            }
+#pragma omp section
+            {
+                b++;
+                last = 2;
+            }
+#pragma omp section
+            {
+                c++;
+                last = 3;
+            }
+#pragma omp section
+            {
+                d++;
+                last = 4;
+            }
+        }
+    }
+    EXPECT(a == 1 && b == 1 && c == 1 && d == 1, "sections ran %d %d %d %d times", a, b, c, d);
+    EXPECT(last == 4, "lastprivate of sections: %d", last);
+    int x = 0, y = 0;
+#pragma omp parallel sections num_threads(4)
+    {
+#pragma omp section
+        x = omp_get_num_threads();
+#pragma omp section
+        y = 2;
+    }
+    EXPECT(x >= 1 && y == 2, "parallel sections: %d %d", x, y);
+    /* many nowait sections constructs in a row: work shares recycle */
+    int cnt[40] = {0};
+#pragma omp parallel num_threads(3)
+    for (int r = 0; r < 40; r++) {
+#pragma omp sections nowait
+        {
+#pragma omp section
+            __atomic_fetch_add(&cnt[r], 1, __ATOMIC_RELAXED);
+#pragma omp section
+            __atomic_fetch_add(&cnt[r], 10, __ATOMIC_RELAXED);
+        }
+    }
+    int bad = 0;
+    for (int r = 0; r < 40; r++)
+        if (cnt[r] != 11)
+            bad++;
+    EXPECT(bad == 0, "%d of 40 nowait sections constructs wrong", bad);
+}
+
+static void check_single_master(void)
+{
+    int count[100] = {0}, master_ok = 1, masked = -1;
+#pragma omp parallel num_threads(4)
+    {
+        for (int r = 0; r < 100; r++) {
+#pragma omp single nowait
+            __atomic_fetch_add(&count[r], 1, __ATOMIC_RELAXED);
+        }
+#pragma omp master
+        if (omp_get_thread_num() != 0)
+            master_ok = 0;
+#pragma omp masked filter(1)
+        masked = omp_get_thread_num();
+        int v = -1;
+#pragma omp single copyprivate(v)
+        v = 42 + omp_get_num_threads();
+        if (v != 46)
+            __atomic_store_n(&master_ok, 0, __ATOMIC_RELAXED);
+        double arr[3] = {0, 0, 0};
+#pragma omp single copyprivate(arr)
+        {
+            arr[0] = 1.5;
+            arr[2] = 2.5;
+        }
+        if (arr[0] != 1.5 || arr[2] != 2.5)
+            __atomic_store_n(&master_ok, 0, __ATOMIC_RELAXED);
+    }
+    int bad = 0;
+    for (int r = 0; r < 100; r++)
+        if (count[r] != 1)
+            bad++;
+    EXPECT(bad == 0, "%d of 100 nowait singles not run exactly once", bad);
+    EXPECT(master_ok, "master ran on another thread, or copyprivate lost its value");
+    EXPECT(masked == 1, "masked filter(1) ran on %d", masked);
+}
+
+static void check_sync(void)
+{
+    long plain = 0, named1 = 0, named2 = 0;
+    long double ld = 0;
+    __int128 wide = 0;
+#pragma omp parallel num_threads(4)
+    for (int i = 0; i < 2000; i++) {
+#pragma omp critical
+        plain++;
+#pragma omp critical(alpha)
+        named1 += 2;
+#pragma omp critical(beta)
+        named2 += 3;
+#pragma omp atomic
+        ld += 0.5L;
+#pragma omp atomic
+        wide += 1;
+    }
+    EXPECT(plain == 8000 && named1 == 16000 && named2 == 24000, "critical sums %ld %ld %ld", plain, named1,
+           named2);
+    EXPECT(ld == 4000.0L, "atomic long double: %Lg", ld);
+    EXPECT(wide == 8000, "atomic __int128: %lld", (long long)wide);
+
+    /* barrier: every thread sees what all wrote before it */
+    int slot[8] = {0}, bad = 0;
+#pragma omp parallel num_threads(6) reduction(+ : bad)
+    for (int phase = 1; phase <= 50; phase++) {
+        __atomic_store_n(&slot[omp_get_thread_num()], phase, __ATOMIC_RELAXED);
+#pragma omp barrier
+        for (int t = 0; t < 6; t++)
+            if (__atomic_load_n(&slot[t], __ATOMIC_RELAXED) != phase)
+                bad++;
+#pragma omp barrier
+    }
+    EXPECT(bad == 0, "barrier: %d stale slots", bad);
+}
+
+/* ---- reductions ------------------------------------------------------------------- */
+
+#pragma omp declare reduction(maxabs:long : omp_out = (labs(omp_in) > labs(omp_out) ? omp_in : omp_out)) \
+    initializer(omp_priv = 0)
+
+static void check_reductions(void)
+{
+    long sum = 0, prod = 1, mx = LONG_MIN, mn = LONG_MAX, band = -1, bor = 0, bxor = 0, ma = 0;
+    int land = 1, lor = 0;
+    double dsum = 0;
+    int arr[10] = {0};
+#pragma omp parallel for reduction(+ : sum, dsum) reduction(* : prod) reduction(max : mx) reduction(min : mn) \
+    reduction(& : band) reduction(| : bor) reduction(^ : bxor) reduction(&& : land) reduction(|| : lor)          \
+    reduction(maxabs : ma) reduction(+ : arr[:10])
+    for (int i = 1; i <= 20; i++) {
+        sum += i;
+        dsum += i * 0.5;
+        prod *= (i % 3 == 0) ? 2 : 1;
+        mx = i * 7 % 23 > mx ? i * 7 % 23 : mx;
+        mn = i * 7 % 23 < mn ? i * 7 % 23 : mn;
+        band &= ~(1L << i);
+        bor |= 1L << i;
+        bxor ^= i;
+        land = land && i < 100;
+        lor = lor || i == 13;
+        ma = labs(10 - i) > labs(ma) ? 10 - i : ma;
+        arr[i % 10] += i;
+    }
+    EXPECT(sum == 210 && dsum == 105.0 && prod == 64, "sum %ld dsum %g prod %ld", sum, dsum, prod);
+    EXPECT(mx == 22 && mn == 1, "max %ld min %ld", mx, mn);
+    EXPECT(band == ~0x1ffffeL && bor == 0x1ffffeL && bxor == 20, "bitwise %lx %lx %ld", band, bor, bxor);
+    EXPECT(land == 1 && lor == 1 && ma == -10, "logical %d %d, user-defined %ld", land, lor, ma);
+    int bad = 0;
+    for (int k = 0; k < 10; k++)
+        if (arr[k] != (k == 0 ? 30 : 2 * k + 10))
+            bad++;
+    EXPECT(bad == 0, "array reduction: %d wrong", bad);
+}
+
+static void check_task_reductions(void)
+{
+    long s = 0;
+#pragma omp parallel reduction(task, + : s) num_threads(3)
+    {
+#pragma omp for
+        for (int i = 0; i < 30; i++) {
+#pragma omp task in_reduction(+ : s)
+            s += i;
+        }
+        s += 1000;
+    }
+    EXPECT(s == 435 + 3000, "parallel reduction(task): %ld", s);
+
+    long t = 0;
+#pragma omp parallel num_threads(3)
+#pragma omp single
+    {
+#pragma omp taskgroup task_reduction(+ : t)
+        {
+            for (int i = 0; i < 100; i++) {
+#pragma omp task in_reduction(+ : t)
+                {
+                    t += i;
+#pragma omp task in_reduction(+ : t)
+                    t += 1;
+                }
+            }
+        }
+    }
+    EXPECT(t == 4950 + 100, "taskgroup task_reduction: %ld", t);
+
+    long w = 0, sc = 0;
+#pragma omp parallel num_threads(3)
+    {
+#pragma omp for reduction(task, + : w)
+        for (int i = 0; i < 50; i++) {
+#pragma omp task in_reduction(+ : w)
+            w += i;
+        }
+#pragma omp sections reduction(task, + : w)
+        {
+#pragma omp section
+            {
+#pragma omp task in_reduction(+ : w)
+                w += 7;
+            }
+#pragma omp section
+            w += 3;
+        }
+#pragma omp scope reduction(+ : sc)
+        sc += 1;
+    }
+    EXPECT(w == 1225 + 10, "for/sections reduction(task): %ld", w);
+    EXPECT(sc == 3, "scope reduction: %ld", sc);
+
+    long tl = 0;
+#pragma omp parallel num_threads(3)
+#pragma omp single
+#pragma omp taskloop reduction(+ : tl) grainsize(4)
+    for (int i = 0; i < 100; i++)
+        tl += i;
+    EXPECT(tl == 4950, "taskloop reduction: %ld", tl);
+}
+
+/* ---- locks ------------------------------------------------------------------------------ */
+
+static void check_locks(void)
+{
+    omp_lock_t lock;
+    omp_nest_lock_t nest;
+    omp_init_lock(&lock);
+    omp_init_nest_lock(&nest);
+    /* one counter per lock: each is protected by its lock alone */
+    long by_lock = 0, by_nest = 0, by_test = 0;
+    int nest_ok = 1;
+#pragma omp parallel num_threads(4)
+    for (int i = 0; i < 1000; i++) {
+        omp_set_lock(&lock);
+        by_lock++;
+        omp_unset_lock(&lock);
+        omp_set_nest_lock(&nest);
+        if (omp_test_nest_lock(&nest) != 2)
+            nest_ok = 0;
+        omp_set_nest_lock(&nest);
+        by_nest++;
+        omp_unset_nest_lock(&nest);
+        omp_unset_nest_lock(&nest);
+        omp_unset_nest_lock(&nest);
+        while (!omp_test_lock(&lock))
+            ;
+        by_test++;
+        omp_unset_lock(&lock);
+    }
+    EXPECT(by_lock + by_test == 8000 && by_nest == 4000, "lock-protected counters %ld %ld %ld", by_lock, by_nest,
+           by_test);
+    EXPECT(nest_ok, "omp_test_nest_lock did not return the nesting count");
+    /* held by one thread: the others fail to take it */
+    int taken = -1;
+    omp_set_lock(&lock);
+#pragma omp parallel num_threads(2)
+    if (omp_get_thread_num() == 1)
+        taken = omp_test_lock(&lock);
+    omp_unset_lock(&lock);
+    EXPECT(taken == 0, "omp_test_lock took a held lock");
+    omp_destroy_lock(&lock);
+    omp_destroy_nest_lock(&nest);
+}
+
+/* ---- tasks -------------------------------------------------------------------------------- */
+
+static long fib(int n)
+{
+    if (n < 2)
+        return n;
+    long a, b;
+#pragma omp task shared(a) if (n > 12)
+    a = fib(n - 1);
+#pragma omp task shared(b) if (n > 12)
+    b = fib(n - 2);
+#pragma omp taskwait
+    return a + b;
+}
+
+static long fib_final(int n)
+{
+    if (n < 2)
+        return n;
+    long a, b;
+#pragma omp task shared(a) final(n < 15) mergeable
+    a = fib_final(n - 1);
+#pragma omp task shared(b) final(n < 15)
+    b = fib_final(n - 2);
+#pragma omp taskwait
+    return a + b;
+}
+
+static void spawn(int depth, int *count)
+{
+    __atomic_fetch_add(count, 1, __ATOMIC_RELAXED);
+    if (depth == 0)
+        return;
+    for (int i = 0; i < 3; i++) {
+#pragma omp task
+        spawn(depth - 1, count);
+    }
+}
+
+static void check_tasks(void)
+{
+    long f = 0, ff = 0;
+#pragma omp parallel num_threads(3)
+#pragma omp single
+    {
+        f = fib(24);
+        ff = fib_final(22);
+    }
+    EXPECT(f == 46368 && ff == 17711, "fib(24) = %ld, fib(22) = %ld", f, ff);
+
+    /* a taskgroup waits for grandchildren; taskwait only for children */
+    int count = 0, seen_in_group = -1;
+#pragma omp parallel num_threads(4)
+#pragma omp single
+    {
+#pragma omp taskgroup
+        spawn(5, &count);
+        seen_in_group = __atomic_load_n(&count, __ATOMIC_RELAXED);
+    }
+    EXPECT(seen_in_group == 364, "taskgroup ended with %d of 364 tasks done", seen_in_group);
+
+    /* tasks created by every thread, completed by the barrier */
+    int done[400] = {0};
+#pragma omp parallel num_threads(4)
+    {
+        for (int i = 0; i < 100; i++) {
+            int k = omp_get_thread_num() * 100 + i;
+#pragma omp task firstprivate(k)
+            __atomic_fetch_add(&done[k], 1, __ATOMIC_RELAXED);
+        }
+#pragma omp barrier
+        int bad = 0;
+        for (int k = 0; k < 400; k++)
+            if (__atomic_load_n(&done[k], __ATOMIC_RELAXED) != 1)
+                bad++;
+        if (bad)
+            FAIL("after a barrier %d of 400 tasks not done once", bad);
+    }
+    /* undeferred and final */
+    int order[3], pos = 0, infinal = -1;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    {
+#pragma omp task if (0)
+        order[pos++] = 1;
+        order[pos++] = 2;
+#pragma omp task final(1)
+        {
+            infinal = omp_in_final();
+#pragma omp task
+            order[pos++] = 3;
+        }
+#pragma omp taskwait
+    }
+    EXPECT(order[0] == 1 && order[1] == 2 && order[2] == 3 && infinal == 1, "if(0)/final: %d %d %d, in_final %d",
+           order[0], order[1], order[2], infinal);
+
+    /* taskyield and tasks with big firstprivate data */
+    struct big {
+        double v[100];
+    } b;
+    for (int i = 0; i < 100; i++)
+        b.v[i] = i;
+    double tot = 0;
+#pragma omp parallel num_threads(3)
+#pragma omp single
+    for (int i = 0; i < 20; i++) {
+#pragma omp task firstprivate(b) shared(tot)
+        {
+            double s = 0;
+            for (int j = 0; j < 100; j++)
+                s += b.v[j];
+#pragma omp taskyield
+#pragma omp atomic
+            tot += s;
+        }
+    }
+    EXPECT(tot == 20 * 4950.0, "firstprivate struct in tasks: %g", tot);
+}
+
+static void check_dependences(void)
+{
+    int x = 0, y = 0, log[64], pos = 0;
+#pragma omp parallel num_threads(4)
+#pragma omp single
+    {
+        for (int r = 0; r < 8; r++) {
+#pragma omp task depend(out : x)
+            {
+                x = r * 10;
+                __atomic_store_n(&log[__atomic_fetch_add(&pos, 1, __ATOMIC_RELAXED)], 1, __ATOMIC_RELAXED);
+            }
+#pragma omp task depend(in : x) depend(out : y)
+            {
+                y = x + 1;
+                __atomic_store_n(&log[__atomic_fetch_add(&pos, 1, __ATOMIC_RELAXED)], 2, __ATOMIC_RELAXED);
+            }
+#pragma omp task depend(inout : y) depend(in : x)
+            {
+                y = y * 2;
+                __atomic_store_n(&log[__atomic_fetch_add(&pos, 1, __ATOMIC_RELAXED)], 3, __ATOMIC_RELAXED);
+            }
+#pragma omp taskwait depend(in : y)
+            if (y != (r * 10 + 1) * 2)
+                FAIL("round %d: y = %d", r, y);
+        }
+    }
+    int bad = 0;
+    for (int i = 0; i < 24; i++)
+        if (log[i] != i % 3 + 1)
+            bad++;
+    EXPECT(bad == 0, "dependent tasks ran out of order (%d)", bad);
+
+    /* readers run concurrently between writers; mutexinoutset excludes */
+    int a = 0, readers = 0, maxr = 0, mutex_in = 0, clash = 0;
+#pragma omp parallel num_threads(4)
+#pragma omp single
+    {
+#pragma omp task depend(out : a)
+        a = 5;
+        for (int i = 0; i < 6; i++) {
+#pragma omp task depend(in : a)
+            {
+                int r = __atomic_add_fetch(&readers, 1, __ATOMIC_RELAXED);
+                int m = __atomic_load_n(&maxr, __ATOMIC_RELAXED);
+                while (r > m && !__atomic_compare_exchange_n(&maxr, &m, r, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                    ;
+                if (a != 5)
+                    __atomic_store_n(&clash, 1, __ATOMIC_RELAXED);
+                __atomic_sub_fetch(&readers, 1, __ATOMIC_RELAXED);
+            }
+        }
+#pragma omp task depend(inout : a)
+        a = 6;
+        for (int i = 0; i < 6; i++) {
+#pragma omp task depend(mutexinoutset : a)
+            {
+                if (__atomic_add_fetch(&mutex_in, 1, __ATOMIC_RELAXED) != 1)
+                    __atomic_store_n(&clash, 1, __ATOMIC_RELAXED);
+                __atomic_sub_fetch(&mutex_in, 1, __ATOMIC_RELAXED);
+            }
+        }
+    }
+    EXPECT(a == 6 && !clash, "in/inout/mutexinoutset: a %d, clash %d", a, clash);
+
+    /* depobj (GCC 12 has no omp_all_memory yet) */
+    int p = 0, q = 0, steps[4], sp = 0;
+    omp_depend_t obj;
+#pragma omp depobj(obj) depend(inout : p)
+#pragma omp parallel num_threads(3)
+#pragma omp single
+    {
+#pragma omp task depend(depobj : obj)
+        {
+            p = 1;
+            steps[sp++] = 1;
+        }
+#pragma omp task depend(out : q)
+        {
+            q = 1;
+            __atomic_store_n(&steps[3], 9, __ATOMIC_RELAXED);
+        }
+#pragma omp task depend(inout : p, q)
+        steps[sp++] = p + q + 1;
+#pragma omp task depend(in : p)
+        steps[sp++] = p + 10;
+    }
+#pragma omp depobj(obj) destroy
+    EXPECT(steps[0] == 1 && steps[1] == 3 && steps[2] == 11, "depobj: %d %d %d", steps[0],
+           steps[1], steps[2]);
+}
+
+static void check_detach_taskloop(void)
+{
+    int flag = 0, after = 0;
+#pragma omp parallel num_threads(3)
+#pragma omp single
+    {
+        omp_event_handle_t ev;
+        int x = 0;
+#pragma omp task detach(ev) depend(out : x)
+        x = 1;
+#pragma omp task depend(in : x)
+        after = __atomic_load_n(&flag, __ATOMIC_RELAXED);
+#pragma omp task
+        {
+            __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
+            omp_fulfill_event(ev);
+        }
+    }
+    EXPECT(after == 1, "a detached task completed before its event");
+
+    int cnt[300] = {0};
+#pragma omp parallel num_threads(3)
+#pragma omp single
+    {
+#pragma omp taskloop grainsize(7)
+        for (int i = 0; i < 100; i++)
+            __atomic_fetch_add(&cnt[i], 1, __ATOMIC_RELAXED);
+#pragma omp taskloop num_tasks(9) nogroup
+        for (int i = 100; i < 200; i++)
+            __atomic_fetch_add(&cnt[i], 1, __ATOMIC_RELAXED);
+#pragma omp taskwait
+#pragma omp taskloop grainsize(strict : 8)
+        for (unsigned long long u = 200; u < 300; u++)
+            __atomic_fetch_add(&cnt[u], 1, __ATOMIC_RELAXED);
+    }
+    int bad = 0;
+    for (int i = 0; i < 300; i++)
+        if (cnt[i] != 1)
+            bad++;
+    EXPECT(bad == 0, "taskloop: %d of 300 iterations not run once", bad);
+}
+
+/* ---- threadprivate ---------------------------------------------------------------------- */
+
+static int tp;
+static double tpd[4];
+#pragma omp threadprivate(tp, tpd)
+
+static void check_threadprivate(void)
+{
+    int bad = 0;
+    tp = -1;
+#pragma omp parallel num_threads(4) reduction(+ : bad)
+    {
+        tp = omp_get_thread_num() * 10 + 1;
+        tpd[3] = tp;
+#pragma omp barrier
+        if (tp != omp_get_thread_num() * 10 + 1 || tpd[3] != tp)
+            bad++;
+    }
+    EXPECT(bad == 0, "threadprivate changed within a region (%d)", bad);
+    EXPECT(tp == 1, "the initial thread's threadprivate: %d", tp);
+    /* persists between regions of the same size (dyn-var false) */
+    if (!omp_get_dynamic()) {
+#pragma omp parallel num_threads(4) reduction(+ : bad)
+        if (tp != omp_get_thread_num() * 10 + 1)
+            bad++;
+        EXPECT(bad == 0, "threadprivate did not persist (%d threads wrong)", bad);
+    }
+    tp = 77;
+#pragma omp parallel num_threads(4) copyin(tp) reduction(+ : bad)
+    if (tp != 77)
+        bad++;
+    EXPECT(bad == 0, "copyin (%d wrong)", bad);
+#pragma omp parallel num_threads(4) reduction(+ : bad)
+    {
+#pragma omp single copyprivate(tp)
+        tp = 5;
+        if (tp != 5)
+            bad++;
+    }
+    EXPECT(bad == 0, "copyprivate of threadprivate (%d wrong)", bad);
+    if (own_tls()) {
+        int saved = omp_get_max_active_levels();
+        omp_set_max_active_levels(2);
+#pragma omp parallel num_threads(2) reduction(+ : bad)
+        {
+            int outer = omp_get_thread_num();
+            tp = 100 + outer;
+#pragma omp parallel num_threads(3) reduction(+ : bad)
+            {
+                if (omp_get_thread_num() == 0 && tp != 100 + outer)
+                    bad++; /* the master keeps its own */
+                tp = 1000 * outer + omp_get_thread_num();
+#pragma omp barrier
+                if (tp != 1000 * outer + omp_get_thread_num())
+                    bad++;
+            }
+            if (tp != 1000 * outer)
+                bad++;
+        }
+        omp_set_max_active_levels(saved);
+        EXPECT(bad == 0, "threadprivate in nested teams (%d wrong)", bad);
+    }
+    /* a combined parallel loop (libthreadlab-gomp may run it as a work
+     * descriptor, on VP contexts wearing each thread's TLS) sees each
+     * thread's copy */
+    bad = 0;
+#pragma omp parallel num_threads(2)
+    tp = 500 + omp_get_thread_num();
+    unsigned long (*wd)(void) = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "threadlab_gomp_workdesc_regions");
+    unsigned long wd_before = wd ? wd() : 0;
+    if (!omp_get_dynamic()) {
+        /* no clause that needs code after the loop: GCC emits the combined
+         * GOMP_parallel_loop_* entry for it */
+        int wrong[200];
+#pragma omp parallel for schedule(dynamic) num_threads(2)
+        for (int i = 0; i < 200; i++)
+            wrong[i] = tp != 500 + omp_get_thread_num();
+        for (int i = 0; i < 200; i++)
+            bad += wrong[i];
+        EXPECT(bad == 0, "threadprivate in a combined parallel loop (%d wrong)", bad);
+    }
+    if (wd && getenv("CONFORMANCE_EXPECT_WORKDESC"))
+        EXPECT(wd() > wd_before, "the parallel loop did not run as a work descriptor");
+    /* errno is per thread too */
+    bad = 0;
+#pragma omp parallel num_threads(4) reduction(+ : bad)
+    {
+        errno = 100 + omp_get_thread_num();
+#pragma omp barrier
+        if (errno != 100 + omp_get_thread_num())
+            bad++;
+    }
+    if (own_tls())
+        EXPECT(bad == 0, "errno shared between threads (%d)", bad);
+}
+
+/* ---- ICVs, environment, misc --------------------------------------------------------------- */
+
+static void check_icvs(void)
+{
+    int want_threads = env_int("OMP_NUM_THREADS", omp_get_num_procs());
+    EXPECT(omp_get_max_threads() == want_threads, "omp_get_max_threads %d, OMP_NUM_THREADS says %d",
+           omp_get_max_threads(), want_threads);
+    const char *dyn = getenv("OMP_DYNAMIC");
+    if (dyn)
+        EXPECT(omp_get_dynamic() == (strcmp(dyn, "true") == 0), "omp_get_dynamic %d with OMP_DYNAMIC=%s",
+               omp_get_dynamic(), dyn);
+    const char *sched = getenv("OMP_SCHEDULE");
+    omp_sched_t kind;
+    int chunk;
+    omp_get_schedule(&kind, &chunk);
+    if (sched && !strcmp(sched, "guided,7"))
+        EXPECT((kind & ~omp_sched_monotonic) == omp_sched_guided && chunk == 7, "OMP_SCHEDULE=%s read as %d,%d",
+               sched, (int)kind, chunk);
+    if (!sched)
+        EXPECT(kind == omp_sched_dynamic && chunk == 1, "default runtime schedule %d,%d", (int)kind, chunk);
+    EXPECT(omp_get_thread_limit() == env_int("OMP_THREAD_LIMIT", INT_MAX), "thread limit %d",
+           omp_get_thread_limit());
+    EXPECT(omp_get_max_active_levels() == env_int("OMP_MAX_ACTIVE_LEVELS", 1), "max active levels %d",
+           omp_get_max_active_levels());
+    EXPECT(omp_get_num_procs() >= 1 && omp_get_wtick() > 0, "procs %d, wtick %g", omp_get_num_procs(),
+           omp_get_wtick());
+    double t0 = omp_get_wtime(), t1 = omp_get_wtime();
+    EXPECT(t1 >= t0, "omp_get_wtime went back");
+
+    /* nthreads-var is per data environment */
+    int inner = 0, outer_after = 0;
+    int saved = omp_get_max_threads();
+#pragma omp parallel num_threads(2)
+    {
+        omp_set_num_threads(3);
+        if (omp_get_thread_num() == 0)
+            inner = omp_get_max_threads();
+    }
+    outer_after = omp_get_max_threads();
+    EXPECT(inner == 3 && outer_after == saved, "omp_set_num_threads leaked: inside %d, outside %d", inner,
+           outer_after);
+    omp_set_num_threads(3);
+    int team = 0;
+#pragma omp parallel
+    if (omp_get_thread_num() == 0)
+        team = omp_get_num_threads();
+    EXPECT(team == 3 || (omp_get_dynamic() && team >= 1), "omp_set_num_threads(3) gave a team of %d", team);
+    omp_set_num_threads(saved);
+
+    /* thread limit */
+    int limit = omp_get_thread_limit();
+    if (limit < 16) {
+        int got = 0;
+#pragma omp parallel num_threads(16)
+        if (omp_get_thread_num() == 0)
+            got = omp_get_num_threads();
+        EXPECT(got <= limit, "a team of %d over OMP_THREAD_LIMIT=%d", got, limit);
+    }
+
+    /* host teams */
+    int seen[3] = {0}, nteams = 0, inner_team = 0;
+#pragma omp teams num_teams(3)
+    {
+        __atomic_fetch_add(&seen[omp_get_team_num()], 1, __ATOMIC_RELAXED);
+        if (omp_get_team_num() == 0)
+            nteams = omp_get_num_teams();
+#pragma omp parallel num_threads(2)
+        if (omp_get_team_num() == 2 && omp_get_thread_num() == 1)
+            inner_team = 1;
+    }
+    EXPECT(nteams == 3 && seen[0] == 1 && seen[1] == 1 && seen[2] == 1 && (inner_team || omp_get_dynamic()),
+           "teams: %d teams, seen %d %d %d", nteams, seen[0], seen[1], seen[2]);
+
+    /* allocators and the error directive */
+    const omp_alloctrait_t traits[] = {{omp_atk_alignment, 256}, {omp_atk_pool_size, 4096},
+                                       {omp_atk_fallback, omp_atv_null_fb}};
+    omp_allocator_handle_t al = omp_init_allocator(omp_default_mem_space, 3, traits);
+    void *p = omp_alloc(1000, al), *q = omp_alloc(4000, al);
+    EXPECT(p && ((uintptr_t)p & 255) == 0 && q == NULL, "allocator: aligned %p, over the pool %p", p, q);
+    omp_free(p, al);
+    omp_destroy_allocator(al);
+    int *arr = omp_calloc(100, sizeof(int), omp_default_mem_alloc);
+    EXPECT(arr && arr[99] == 0, "omp_calloc");
+    omp_free(arr, omp_default_mem_alloc);
+#pragma omp error at(execution) severity(warning) message("omp_conformance: the error directive (a warning)")
+}
+
+static void check_lastprivate_scan(void)
+{
+    int last = -1;
+#pragma omp parallel for lastprivate(conditional : last) schedule(dynamic, 3)
+    for (int i = 0; i < 500; i++)
+        if (i % 7 == 0)
+            last = i;
+    EXPECT(last == 497, "lastprivate(conditional): %d", last);
+    int a[64], b[64], x = 0;
+    for (int i = 0; i < 64; i++)
+        a[i] = i;
+#pragma omp parallel for reduction(inscan, + : x)
+    for (int i = 0; i < 64; i++) {
+        x += a[i];
+#pragma omp scan inclusive(x)
+        b[i] = x;
+    }
+    int bad = 0;
+    for (int i = 0; i < 64; i++)
+        if (b[i] != i * (i + 1) / 2)
+            bad++;
+    EXPECT(bad == 0 && x == 2016, "inclusive scan: %d wrong, total %d", bad, x);
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} checks[] = {
+    {"parallel", check_parallel},
+    {"nested", check_nested},
+    {"loops", check_loops},
+    {"ordered", check_ordered},
+    {"sections", check_sections},
+    {"single_master", check_single_master},
+    {"sync", check_sync},
+    {"reductions", check_reductions},
+    {"task_reductions", check_task_reductions},
+    {"locks", check_locks},
+    {"tasks", check_tasks},
+    {"dependences", check_dependences},
+    {"detach_taskloop", check_detach_taskloop},
+    {"threadprivate", check_threadprivate},
+    {"icvs", check_icvs},
+    {"lastprivate_scan", check_lastprivate_scan},
+};
+
+int main(int argc, char **argv)
+{
+    int ran = 0;
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        int wanted = argc < 2;
+        for (int a = 1; a < argc; a++)
+            if (!strcmp(argv[a], checks[i].name))
+                wanted = 1;
+        if (!wanted)
+            continue;
+        current = checks[i].name;
+        int before = failures;
+        checks[i].fn();
+        if (failures == before)
+            printf("ok %s\n", checks[i].name);
+        fflush(stdout);
+        ran++;
+    }
+    if (!ran) {
+        fprintf(stderr, "omp_conformance: no check named so\n");
+        return 2;
+    }
+    printf("%s: %d checks, %d failures\n", failures ? "FAILED" : "PASSED", ran, failures);
+    return failures ? 1 : 0;
+}

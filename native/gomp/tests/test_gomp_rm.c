@@ -1,0 +1,221 @@
+/*
+ * test_gomp_rm.c - libthreadlab-gomp follows threadlab-rm's allocation,
+ * inside a parallel region. The test (an OpenMP program linked with
+ * libthreadlab-gomp) plays the manager itself on an arena of its own:
+ *
+ *  1. registration: the first top-level region registers the process;
+ *     with dyn-var left at its default, a region asking for 4 threads
+ *     gets a team the size of the allocation (2);
+ *  2. inside one region of 4 threads running a loop of small chunks, the
+ *     allocation goes 4 -> 1 -> 2 -> 4: once the runtime has followed a
+ *     change (its active VP count equals the allocation), no chunk starts
+ *     on a stopped VP; after 4 the stopped VPs run chunks again; every
+ *     iteration runs exactly once.
+ *
+ * Step 2 needs TLS identities (OpenMP threads are bound to VPs without
+ * them, in the sanitizer builds): there it checks that the team is right
+ * and the active VP count follows, without the VP bounds.
+ */
+#define _GNU_SOURCE
+#include <omp.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "threadlab/rm.h"
+
+bool GOMP_loop_dynamic_start(long, long, long, long, long *, long *);
+bool GOMP_loop_dynamic_next(long *, long *);
+void GOMP_loop_end_nowait(void);
+int threadlab_gomp_tls_mode(void);
+int threadlab_gomp_managed(void);
+int threadlab_gomp_active_vps(void);
+int threadlab_gomp_vp(void);
+
+static int failures;
+#define CHECK(c)                                                                                            \
+    do {                                                                                                    \
+        if (!(c)) {                                                                                         \
+            failures++;                                                                                     \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                           \
+        }                                                                                                   \
+    } while (0)
+
+static tl_rm_arena A;
+static _Atomic unsigned want = 2;
+static _Atomic int mgr_running = 1;
+
+static void *manager(void *arg)
+{
+    (void)arg;
+    uint64_t known[64] = {0};
+    while (__atomic_load_n(&mgr_running, __ATOMIC_ACQUIRE)) {
+        tl_rm_header *h = A.hdr;
+        __atomic_store_n(&h->manager_heartbeat_ns, tl_rm_now_ns(), __ATOMIC_RELEASE);
+        unsigned w = __atomic_load_n(&want, __ATOMIC_ACQUIRE);
+        tl_rm_cpuset cpus;
+        tl_rm_cpuset_zero(&cpus);
+        for (unsigned i = 0; i < A.nslots && i < 64; i++) {
+            tl_rm_slot *s = &A.slots[i];
+            if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE)
+                continue;
+            uint64_t arrival = __atomic_load_n(&s->arrival, __ATOMIC_ACQUIRE);
+            tl_rm_publish_alloc(s, w, &cpus, arrival != known[i]);
+            known[i] = arrival;
+        }
+        usleep(300);
+    }
+    return NULL;
+}
+
+/* ---- step 2: the allocation changes under a running region ---------------- */
+
+/* Phases: 1 four VPs; 2 allocation 1, followed; 3 changing; 4 allocation
+ * 2, followed; 5 changing; 6 four again, followed; 7 done. */
+enum { CHUNKS = 400000, PHASES = 8 };
+static _Atomic int phase = 1;
+static _Atomic long seen[PHASES][8]; /* chunks that started in phase p on VP v */
+static _Atomic unsigned char ran[CHUNKS];
+
+static void spin_us(unsigned us)
+{
+    double end = omp_get_wtime() + us * 1e-6;
+    while (omp_get_wtime() < end)
+        ;
+}
+
+static void worker(void)
+{
+    long s, e;
+    int ph = __atomic_load_n(&phase, __ATOMIC_ACQUIRE);
+    bool more = GOMP_loop_dynamic_start(0, CHUNKS, 1, 1, &s, &e);
+    while (more) {
+        /* A chunk counts for a phase only if the phase was the same
+         * before and after its request: the allocation of phases 2 and 4
+         * held during the request's safe point (the phase changes before
+         * the allocation does). */
+        int after = __atomic_load_n(&phase, __ATOMIC_ACQUIRE);
+        int vp = threadlab_gomp_vp();
+        if (after == ph && vp >= 0 && vp < 8)
+            __atomic_fetch_add(&seen[ph][vp], 1, __ATOMIC_RELAXED);
+        for (long i = s; i < e; i++)
+            __atomic_fetch_add(&ran[i], 1, __ATOMIC_RELAXED);
+        if (after < 7)
+            spin_us(20);
+        ph = __atomic_load_n(&phase, __ATOMIC_ACQUIRE);
+        more = GOMP_loop_dynamic_next(&s, &e);
+    }
+    GOMP_loop_end_nowait();
+}
+
+static void wait_active(int n)
+{
+    double end = omp_get_wtime() + 20;
+    while (threadlab_gomp_active_vps() != n && omp_get_wtime() < end)
+        usleep(200);
+    CHECK(threadlab_gomp_active_vps() == n);
+}
+
+static void *phases(void *arg)
+{
+    (void)arg;
+    usleep(30000);
+    __atomic_store_n(&want, 1, __ATOMIC_RELEASE);
+    wait_active(1);
+    __atomic_store_n(&phase, 2, __ATOMIC_RELEASE);
+    usleep(50000);
+    __atomic_store_n(&phase, 3, __ATOMIC_RELEASE);
+    __atomic_store_n(&want, 2, __ATOMIC_RELEASE);
+    wait_active(2);
+    __atomic_store_n(&phase, 4, __ATOMIC_RELEASE);
+    usleep(50000);
+    __atomic_store_n(&phase, 5, __ATOMIC_RELEASE);
+    __atomic_store_n(&want, 4, __ATOMIC_RELEASE);
+    wait_active(4);
+    __atomic_store_n(&phase, 6, __ATOMIC_RELEASE);
+    /* generous: the machine may be loaded; the resumed VPs steal work */
+    double end = omp_get_wtime() + 20;
+    while (omp_get_wtime() < end &&
+           __atomic_load_n(&seen[6][2], __ATOMIC_RELAXED) + __atomic_load_n(&seen[6][3], __ATOMIC_RELAXED) == 0)
+        usleep(1000);
+    __atomic_store_n(&phase, 7, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+int main(void)
+{
+    char name[128], err[512];
+    snprintf(name, sizeof name, "/threadlab-gomp-test-%d", (int)getpid());
+    setenv("THREADLAB_RM_ARENA", name, 1);
+    setenv("THREADLAB_GOMP_VPS", "4", 1);
+    tl_rm_cpuset machine;
+    tl_rm_cpuset_zero(&machine);
+    for (unsigned c = 0; c < 4; c++)
+        tl_rm_cpuset_add(&machine, c);
+    if (tl_rm_create(&A, name, 8, &machine, 1, err, sizeof err) != TL_RM_OK) {
+        fprintf(stderr, "cannot create the arena %s: %s\n", name, err);
+        return 1;
+    }
+    tl_rm_header *h = A.hdr;
+    h->manager_pid = getpid();
+    h->manager_start = tl_rm_proc_start_time(getpid());
+    h->manager_heartbeat_ns = tl_rm_now_ns();
+    h->quantum_ms = 50;
+    __atomic_add_fetch(&h->generation, 1, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&h->manager_state, TL_RM_MANAGER_RUNNING, __ATOMIC_RELEASE);
+    pthread_t mgr;
+    pthread_create(&mgr, NULL, manager, NULL);
+
+    /* 1. registration and the team of a region with dyn-var by default */
+    int team = 0;
+#pragma omp parallel num_threads(4)
+    if (omp_get_thread_num() == 0)
+        team = omp_get_num_threads();
+    CHECK(threadlab_gomp_managed() == 1);
+    CHECK(omp_get_dynamic() == 1);
+    CHECK(team == 2);
+    CHECK(threadlab_gomp_active_vps() == 2);
+
+    /* 2. a region of 4 threads while the allocation changes */
+    __atomic_store_n(&want, 4, __ATOMIC_RELEASE);
+    omp_set_dynamic(0);
+    wait_active(2); /* nothing changes between regions */
+    int identity = threadlab_gomp_tls_mode() == 0;
+    pthread_t ph;
+    int team2 = 0;
+#pragma omp parallel num_threads(4)
+    {
+        if (omp_get_thread_num() == 0) {
+            team2 = omp_get_num_threads();
+            pthread_create(&ph, NULL, phases, NULL);
+        }
+        worker();
+    }
+    pthread_join(ph, NULL);
+    CHECK(team2 == 4);
+    long wrong = 0;
+    for (long i = 0; i < CHUNKS; i++)
+        if (ran[i] != 1)
+            wrong++;
+    CHECK(wrong == 0);
+    printf("chunks per phase and VP:");
+    for (int p = 1; p < PHASES; p++)
+        printf(" [%ld %ld %ld %ld]", seen[p][0], seen[p][1], seen[p][2], seen[p][3]);
+    printf("\n");
+    if (identity) {
+        CHECK(seen[2][1] + seen[2][2] + seen[2][3] == 0); /* allocation 1: VP 0 only */
+        CHECK(seen[2][0] > 0);
+        CHECK(seen[4][2] + seen[4][3] == 0); /* allocation 2: VPs 0-1 */
+        CHECK(seen[6][2] + seen[6][3] > 0); /* back to 4 */
+    } else {
+        printf("(vp mode: OpenMP threads are bound to VPs; the VP bounds are not checked)\n");
+    }
+    __atomic_store_n(&mgr_running, 0, __ATOMIC_RELEASE);
+    pthread_join(mgr, NULL);
+    tl_rm_unlink(name);
+    printf("gomp.rm: %s\n", failures ? "FAILED" : "passed");
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,229 @@
+/*
+ * confine.c - the CPUs of a managed program's threads while it runs
+ * (docs/omp.md "CPUs while a region runs", docs/rm.md).
+ *
+ * libgomp fixes a team's size when its region starts, so a program with
+ * one long region (NAS EP) cannot give CPUs back by shrinking its team.
+ * What can change at any time is where its threads may run: seed 004's
+ * manager blocks and resumes a program's virtual processors; here a
+ * watcher thread in each managed program sets the CPU mask of every
+ * thread of the process (sched_setaffinity on each entry of
+ * /proc/self/task) to the CPUs the manager gave it, as soon as the
+ * manager publishes a new allocation (it waits on the slot's epoch, a
+ * futex the manager wakes), and gives them the process's original CPUs
+ * back once the program is no longer managed (the manager stopped or died:
+ * the watcher notices within a quantum even while a region runs).
+ *
+ * The program's own threads are never blocked: a team larger than its
+ * CPUs time-shares them, and libgomp's waiting threads sleep after a short
+ * spin (threadlab omp run's GOMP_SPINCOUNT), so the kernel runs the
+ * threads that have work.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim.h"
+#include "threadlab/omp.h"
+
+static struct {
+    pthread_mutex_t lock;       /* capture and start */
+    cpu_set_t original;         /* the process's CPUs before any confinement */
+    int captured;
+    unsigned ncpus;             /* CPU_COUNT(original) */
+    pid_t watcher_pid;          /* the process whose watcher runs (none after a fork) */
+    uint32_t kick;              /* futex word: the shim's state changed */
+    unsigned generation;        /* +1 whenever the threads' masks are set */
+    int active;                 /* the threads' masks are not the original */
+    /* The watcher's own. */
+    int applied_valid;
+    cpu_set_t applied;
+} cf = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void shim_confine_capture(void)
+{
+    pthread_mutex_lock(&cf.lock);
+    if (!cf.captured) {
+        CPU_ZERO(&cf.original);
+        if (sched_getaffinity(0, sizeof cf.original, &cf.original) != 0)
+            for (long c = 0, n = sysconf(_SC_NPROCESSORS_ONLN); c < n && c < CPU_SETSIZE; c++)
+                CPU_SET((int)c, &cf.original);
+        cf.ncpus = (unsigned)CPU_COUNT(&cf.original);
+        if (cf.ncpus == 0)
+            cf.ncpus = 1;
+        cf.captured = 1;
+    }
+    pthread_mutex_unlock(&cf.lock);
+}
+
+const cpu_set_t *shim_confine_original(void)
+{
+    return &cf.original;
+}
+
+unsigned shim_confine_ncpus(void)
+{
+    return cf.ncpus ? cf.ncpus : 1;
+}
+
+unsigned shim_confine_generation(void)
+{
+    return __atomic_load_n(&cf.generation, __ATOMIC_ACQUIRE);
+}
+
+/* Sets the mask of every thread of the process (all), or only of those
+ * whose mask reaches outside target (a thread created since, with the
+ * mask of its creator; pinned team threads are inside and stay pinned).
+ * Returns the number of threads seen. */
+static unsigned set_threads(const cpu_set_t *target, int all)
+{
+    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    DIR *dir = fdopendir(fd);
+    if (!dir) {
+        close(fd);
+        return 0;
+    }
+    unsigned threads = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
+            continue;
+        pid_t tid = (pid_t)atoi(entry->d_name);
+        threads++;
+        if (!all) {
+            cpu_set_t now, inside;
+            if (sched_getaffinity(tid, sizeof now, &now) != 0)
+                continue; /* exited meanwhile */
+            CPU_AND(&inside, &now, target);
+            if (CPU_EQUAL(&inside, &now))
+                continue;
+        }
+        sched_setaffinity(tid, sizeof *target, target); /* a thread that exited meanwhile: ESRCH */
+    }
+    closedir(dir);
+    return threads;
+}
+
+/* The CPUs the program's threads may use: those it owns; when it owns
+ * none (more programs than CPUs), the managed CPUs other work does not
+ * keep busy, where its master runs beside their owners; never outside the
+ * process's original CPUs. */
+static void target_of(const tl_rm_cpuset *owned, const tl_rm_header *h, cpu_set_t *out)
+{
+    CPU_ZERO(out);
+    for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
+        if (tl_rm_cpuset_has(owned, c) && CPU_ISSET(c, &cf.original))
+            CPU_SET(c, out);
+    if (CPU_COUNT(out) == 0) {
+        for (unsigned w = 0; w < TL_RM_CPU_WORDS && w * 64 < CPU_SETSIZE; w++) {
+            uint64_t usable = __atomic_load_n(&h->cpus.bits[w], __ATOMIC_RELAXED) &
+                              ~__atomic_load_n(&h->withheld.bits[w], __ATOMIC_RELAXED);
+            for (; usable; usable &= usable - 1) {
+                unsigned c = w * 64 + (unsigned)__builtin_ctzll(usable);
+                if (c < CPU_SETSIZE && CPU_ISSET(c, &cf.original))
+                    CPU_SET(c, out);
+            }
+        }
+    }
+    if (CPU_COUNT(out) == 0)
+        *out = cf.original;
+}
+
+static void apply(const cpu_set_t *target)
+{
+    int changed = !cf.applied_valid || !CPU_EQUAL(target, &cf.applied);
+    if (changed) {
+        set_threads(target, 1);
+        cf.applied = *target;
+        cf.applied_valid = 1;
+        cf.active = !CPU_EQUAL(target, &cf.original);
+        __atomic_add_fetch(&cf.generation, 1, __ATOMIC_RELEASE);
+    }
+}
+
+static void *watcher(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        uint32_t kick = __atomic_load_n(&cf.kick, __ATOMIC_ACQUIRE);
+        tl_rm_slot *slot = NULL;
+        const tl_rm_header *h = NULL;
+        if (shim_watch_state(&slot, &h) == TL_OMP_STATE_MANAGED && slot && h) {
+            uint32_t epoch;
+            tl_rm_cpuset owned;
+            if (tl_rm_read_alloc(slot, NULL, NULL, &epoch, &owned) == 0) {
+                cpu_set_t target;
+                target_of(&owned, h, &target);
+                apply(&target);
+                /* Again, for threads created while the masks were set, and
+                 * every quantum for those started since (with their
+                 * creator's mask, which is inside unless it was changed). */
+                unsigned threads = set_threads(&target, 0);
+                __atomic_store_n(&slot->threads, threads, __ATOMIC_RELAXED);
+                __atomic_store_n(&slot->confined_epoch, epoch, __ATOMIC_RELEASE);
+            }
+            uint64_t q = __atomic_load_n(&h->quantum_ms, __ATOMIC_RELAXED);
+            if (q < TL_RM_MIN_QUANTUM_MS || q > TL_RM_MAX_QUANTUM_MS)
+                q = TL_RM_DEFAULT_QUANTUM_MS;
+            /* A new allocation, or the manager stopping, wakes it at once;
+             * a manager that died is noticed when the wait times out. */
+            tl_rm_futex_wait(&slot->epoch, epoch, (q + 25) * UINT64_C(1000000));
+            shim_watch_manager(h);
+            continue;
+        }
+        if (cf.active || (cf.applied_valid && !CPU_EQUAL(&cf.applied, &cf.original)))
+            apply(&cf.original);
+        /* Not managed, or managed but its slot is gone: look again when the
+         * shim's state changes, or soon. */
+        tl_rm_futex_wait(&cf.kick, kick, UINT64_C(100000000));
+    }
+    return NULL;
+}
+
+void shim_confine_kick(tl_rm_slot *slot)
+{
+    shim_confine_capture();
+    pthread_mutex_lock(&cf.lock);
+    pid_t pid = getpid();
+    if (cf.watcher_pid != pid) {
+        /* Signals are the program's: the watcher takes none. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN + 64 * 1024);
+        pthread_t thread;
+        if (pthread_create(&thread, &attr, watcher, NULL) == 0) {
+            cf.watcher_pid = pid;
+            pthread_setname_np(thread, "threadlab-omp");
+        }
+        pthread_attr_destroy(&attr);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    pthread_mutex_unlock(&cf.lock);
+    __atomic_add_fetch(&cf.kick, 1, __ATOMIC_RELEASE);
+    tl_rm_futex_wake(&cf.kick, INT_MAX);
+    if (slot)
+        tl_rm_futex_wake(&slot->epoch, INT_MAX); /* a watcher waiting for an allocation looks now */
+}
+
+void shim_confine_after_fork(void)
+{
+    pthread_mutex_init(&cf.lock, NULL);
+    cf.watcher_pid = 0;
+    if (cf.captured && (cf.active || cf.applied_valid))
+        sched_setaffinity(0, sizeof cf.original, &cf.original);
+    cf.active = 0;
+    cf.applied_valid = 0;
+}

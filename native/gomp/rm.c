@@ -19,6 +19,13 @@
  * creates as many user-level threads as it has processors); OMP_DYNAMIC or
  * omp_set_dynamic() set explicitly win.
  *
+ * A watcher thread (a kernel thread of the runtime, not a VP) waits on the
+ * slot's epoch while managed: it sets the active VPs the moment the
+ * manager publishes an allocation (VPs that resume need no safe point;
+ * the ones that stop do so at theirs), and notices a manager that stopped
+ * (it wakes every slot) or died or hangs (within a quantum + 25 ms) even
+ * while a long region runs, when no region start would.
+ *
  * No manager (no arena, a stopped or dead one, a full arena): the program
  * runs unmanaged with every VP active and looks again once a second (at
  * top-level regions). THREADLAB_GOMP_WAIT_MS (default 50) is how long a
@@ -33,6 +40,7 @@
 
 #include "threadlab/rm_client.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,7 +59,11 @@ static struct {
      * holding a stale value cannot set an older allocation back */
     _Atomic uint32_t followed_epoch;
     _Atomic int follow_lock;
+    uint32_t kick;    /* futex word: +1 at every state change (the watcher looks) */
+    pid_t watcher;    /* the process whose watcher runs (none after a fork) */
 } rm = {.lock = PTHREAD_MUTEX_INITIALIZER, .c = TL_RM_CLIENT_INITIALIZER};
+
+static void start_watcher(void);
 
 int tlg_rm_managed(void)
 {
@@ -106,11 +118,16 @@ void tlg_rm_follow(void)
         follow_latest();
 }
 
+/* Under rm.lock. */
 static void set_state(int state)
 {
     atomic_store_explicit(&rm.state, state, REL);
     if (state != RM_MANAGED)
         follow_all();
+    else
+        start_watcher();
+    __atomic_add_fetch(&rm.kick, 1, __ATOMIC_RELEASE);
+    tl_rm_futex_wake(&rm.kick, INT_MAX);
 }
 
 void tlg_rm_init(void)
@@ -120,15 +137,54 @@ void tlg_rm_init(void)
     rm.c.notice = rm_notice;
 }
 
-/* Under rm.lock: the membership after a region found it changed or gone
- * (`why`, a TL_RM_CLIENT_*), or at a look for a manager (why 0). */
-static int attach_locked(unsigned request, int why)
+/* Under rm.lock: looks for a manager and registers (again). */
+static int attach_locked(unsigned request)
 {
-    if (why != TL_RM_CLIENT_MANAGED && why != TL_RM_CLIENT_REPLACED) {
-        tl_rm_client_lost(&rm.c, why);
-        return RM_UNMANAGED;
-    }
     return tl_rm_client_attach(&rm.c, request ? request : 1) == TL_RM_CLIENT_MANAGED ? RM_MANAGED : RM_UNMANAGED;
+}
+
+/* The manager was lost (`why`: stopped, gone, hung), seen by a region or
+ * the watcher: unmanaged, every VP active, one notice. */
+static void lose(int why)
+{
+    pthread_mutex_lock(&rm.lock);
+    if (atomic_load_explicit(&rm.state, RLX) == RM_MANAGED) {
+        tl_rm_client_lost(&rm.c, why);
+        set_state(RM_UNMANAGED);
+    }
+    pthread_mutex_unlock(&rm.lock);
+}
+
+static void *watcher(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        uint32_t kick = __atomic_load_n(&rm.kick, __ATOMIC_ACQUIRE);
+        if (atomic_load_explicit(&rm.state, ACQ) != RM_MANAGED) {
+            tl_rm_futex_wait(&rm.kick, kick, UINT64_C(1000000000));
+            continue;
+        }
+        tl_rm_slot *slot = __atomic_load_n(&rm.c.my, __ATOMIC_ACQUIRE);
+        uint32_t epoch = __atomic_load_n(&slot->epoch, __ATOMIC_ACQUIRE);
+        if (epoch != atomic_load_explicit(&rm.followed_epoch, ACQ))
+            follow_latest();
+        tl_rm_wait_epoch(slot, epoch, tl_rm_client_watch_ns(rm.c.arena.hdr));
+        if (atomic_load_explicit(&rm.state, ACQ) != RM_MANAGED)
+            continue;
+        int why = tl_rm_client_check(&rm.c, tl_rm_coarse_ns());
+        if (why != TL_RM_CLIENT_MANAGED && why != TL_RM_CLIENT_REPLACED)
+            lose(why); /* a freed slot or a new manager: the next region registers again */
+    }
+    return NULL;
+}
+
+/* Under rm.lock: the watcher of this process, once (it does not survive a
+ * fork, whose child runs its teams serially anyway). */
+static void start_watcher(void)
+{
+    pid_t pid = getpid();
+    if (rm.watcher != pid && tl_rm_client_watcher(watcher, NULL, "threadlab-gomp") == 0)
+        rm.watcher = pid;
 }
 
 unsigned tlg_rm_region(unsigned request)
@@ -141,7 +197,7 @@ unsigned tlg_rm_region(unsigned request)
             pthread_mutex_lock(&rm.lock);
             state = atomic_load_explicit(&rm.state, RLX);
             if (state != RM_MANAGED)
-                state = attach_locked(request, TL_RM_CLIENT_MANAGED);
+                state = attach_locked(request);
             set_state(state);
             pthread_mutex_unlock(&rm.lock);
         }
@@ -151,11 +207,17 @@ unsigned tlg_rm_region(unsigned request)
     uint64_t now = tl_rm_coarse_ns();
     int why = tl_rm_client_check(&rm.c, now);
     if (TLG_UNLIKELY(why != TL_RM_CLIENT_MANAGED)) {
+        if (why != TL_RM_CLIENT_REPLACED) {
+            lose(why);
+            return 0;
+        }
+        /* our slot was freed, or a new manager adopted the arena */
         pthread_mutex_lock(&rm.lock);
         state = atomic_load_explicit(&rm.state, RLX);
-        if (state == RM_MANAGED)
-            state = attach_locked(request, why);
-        set_state(state);
+        if (state == RM_MANAGED) {
+            state = attach_locked(request);
+            set_state(state);
+        }
         pthread_mutex_unlock(&rm.lock);
         if (state != RM_MANAGED)
             return 0;

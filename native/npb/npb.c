@@ -10,9 +10,11 @@
  * quantity, value, reference, error and tolerance, regions (parallel
  * regions started), team_min/team_max/teams (the team sizes those regions
  * got: under threadlab-rm they follow the allocation), max_threads
- * (omp_get_max_threads()), managed (the shim's state: true, false, or null
- * without the shim), shim_state (TL_OMP_STATE_*: 2 managed, 3 cooperative
- * after the manager left; -1 without the shim), and mops.
+ * (omp_get_max_threads()), managed (whether threadlab-rm manages it at the
+ * end, as the libgomp shim or libthreadlab-gomp says: true, false, or null
+ * under neither), shim_state (TL_OMP_STATE_*: 2 managed, 3 cooperative
+ * after the manager left; -1 without the shim), runtime (the library that
+ * provides GOMP_parallel), and mops.
  *
  * Exit status: 0 verified; 1 ran but did not verify; 2 usage error.
  */
@@ -99,6 +101,21 @@ static void json_num(const char *key, double v)
         printf(", \"%s\": null", key);
 }
 
+/* A path as a JSON string (quotes, backslashes and control bytes escaped). */
+static void json_str(const char *key, const char *v)
+{
+    printf(", \"%s\": \"", key);
+    for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if (*c < 0x20)
+            printf("\\u%04x", *c);
+        else
+            putchar(*c);
+    }
+    putchar('"');
+}
+
 static void print_params(const npb_kernel *k, const npb_size *s)
 {
     printf("{");
@@ -174,6 +191,14 @@ int main(int argc, char **argv)
     int rc = k->run(size, &r);
 
     int (*state)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "threadlab_omp_state");
+    int (*ult_managed)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "threadlab_gomp_managed");
+    const char *managed = state         ? (state() == TL_OMP_STATE_MANAGED ? "true" : "false")
+                          : ult_managed ? (ult_managed() ? "true" : "false")
+                                        : "null";
+    Dl_info runtime;
+    void *entry = dlsym(RTLD_DEFAULT, "GOMP_parallel");
+    if (!entry || !dladdr(entry, &runtime) || !runtime.dli_fname)
+        runtime.dli_fname = "";
     int team_min = 0, team_max = 0;
     for (int t = 1; t <= MAX_TEAM; t++)
         if (team_hist[t]) {
@@ -200,8 +225,9 @@ int main(int argc, char **argv)
             printf("%s\"%d\": %ld", first ? "" : ", ", t, team_hist[t]);
             first = 0;
         }
-    printf("}, \"max_threads\": %d, \"managed\": %s, \"shim_state\": %d", omp_get_max_threads(),
-           state ? (state() == TL_OMP_STATE_MANAGED ? "true" : "false") : "null", state ? state() : -1);
+    printf("}, \"max_threads\": %d, \"managed\": %s, \"shim_state\": %d", omp_get_max_threads(), managed,
+           state ? state() : -1);
+    json_str("runtime", runtime.dli_fname);
     json_num("wall_s", npb_wtime() - started);
     printf("}\n");
     return r.verified && rc == 0 ? 0 : 1;

@@ -3,6 +3,9 @@
  * runtimes that follow the manager (threadlab/rm_client.h).
  */
 #define _GNU_SOURCE
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -162,6 +165,33 @@ void tl_rm_client_lost(tl_rm_client *c, int why)
     tell(c, why, "the resource manager %s",
          why == TL_RM_CLIENT_STOPPED ? "stopped" : why == TL_RM_CLIENT_HUNG ? "does not answer" : "is gone");
     next_probe(c);
+}
+
+int tl_rm_client_watcher(void *(*fn)(void *), void *arg, const char *name)
+{
+    /* Signals are the program's: the watcher takes none. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN + 64 * 1024);
+    pthread_t thread;
+    int rc = pthread_create(&thread, &attr, fn, arg);
+    if (rc == 0)
+        pthread_setname_np(thread, name);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+uint64_t tl_rm_client_watch_ns(const tl_rm_header *h)
+{
+    uint64_t q = __atomic_load_n(&h->quantum_ms, __ATOMIC_RELAXED);
+    if (q < TL_RM_MIN_QUANTUM_MS || q > TL_RM_MAX_QUANTUM_MS)
+        q = TL_RM_DEFAULT_QUANTUM_MS;
+    return (q + 25) * UINT64_C(1000000);
 }
 
 uint64_t tl_rm_client_quantum_ns(const tl_rm_client *c)

@@ -110,6 +110,16 @@ int tl_rm_client_slot_ours(const tl_rm_client *client);
 /* The manager's quantum in ns, 0 when the header's is out of range. */
 uint64_t tl_rm_client_quantum_ns(const tl_rm_client *client);
 
+/* Starts a runtime's watcher: a detached kernel thread with a small stack
+ * that takes none of the program's signals, named `name`.  0, or an errno
+ * value. */
+int tl_rm_client_watcher(void *(*fn)(void *), void *arg, const char *name);
+
+/* How long a watcher thread waits on its slot's epoch before it looks at
+ * the manager again: a quantum + 25 ms (a manager that stops wakes every
+ * slot at once; one that dies says nothing, and its heartbeat ages). */
+uint64_t tl_rm_client_watch_ns(const tl_rm_header *hdr);
+
 /* The slow half of tl_rm_client_check: the heartbeat is late. */
 int tl_rm_client_check_late(tl_rm_client *client, uint64_t now, uint64_t beat, uint64_t quantum_ns);
 

@@ -27,6 +27,7 @@
 #include "gomp.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <omp.h>
 #include <sched.h>
@@ -305,17 +306,57 @@ static void parse_proc_bind(tlg_icv *icv)
     tlg_env_v.bind_len = n;
 }
 
+/* libgomp's places, added to set: libgomp builds them from the mask it
+ * started with.  Read through its own entries (dlsym on its handle finds
+ * libgomp's definitions, not this runtime's), when it is loaded. */
+static void add_libgomp_places(cpu_set_t *set)
+{
+    void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!gomp)
+        return;
+    int (*num_places)(void) = (int (*)(void))dlsym(gomp, "omp_get_num_places");
+    int (*place_num_procs)(int) = (int (*)(int))dlsym(gomp, "omp_get_place_num_procs");
+    void (*place_proc_ids)(int, int *) = (void (*)(int, int *))dlsym(gomp, "omp_get_place_proc_ids");
+    if (num_places && place_num_procs && place_proc_ids && num_places != omp_get_num_places) {
+        int ids[CPU_SETSIZE];
+        for (int p = 0, n = num_places(); p < n; p++) {
+            int k = place_num_procs(p);
+            if (k <= 0 || k > CPU_SETSIZE)
+                continue;
+            place_proc_ids(p, ids);
+            for (int i = 0; i < k; i++)
+                if (ids[i] >= 0 && ids[i] < CPU_SETSIZE)
+                    CPU_SET(ids[i], set);
+        }
+    }
+    dlclose(gomp);
+}
+
+/* The process's CPUs: the calling thread's mask, and, when this runtime is
+ * preloaded over libgomp, libgomp's places.  libgomp's constructor runs
+ * before this one and, when OMP_PROC_BIND or OMP_PLACES ask for binding,
+ * binds the initial thread to its first place: its mask alone would then
+ * make one CPU of a process that has more. */
+static void process_cpus(void)
+{
+    tlg_env *e = &tlg_env_v;
+    CPU_ZERO(&e->cpus);
+    if (sched_getaffinity(0, sizeof e->cpus, &e->cpus) != 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long c = 0; c < n && c < CPU_SETSIZE; c++)
+            CPU_SET((int)c, &e->cpus);
+    }
+    add_libgomp_places(&e->cpus);
+    e->ncpus = CPU_COUNT(&e->cpus) > 0 ? (unsigned)CPU_COUNT(&e->cpus) : 1;
+}
+
 static void find_places(void)
 {
-    cpu_set_t set;
     int n = 0;
-    int *cpus = NULL;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        cpus = tlg_malloc(sizeof(int) * (size_t)CPU_COUNT(&set));
-        for (int c = 0; c < CPU_SETSIZE; c++)
-            if (CPU_ISSET(c, &set))
-                cpus[n++] = c;
-    }
+    int *cpus = tlg_malloc(sizeof(int) * tlg_env_v.ncpus);
+    for (int c = 0; c < CPU_SETSIZE && n < (int)tlg_env_v.ncpus; c++)
+        if (CPU_ISSET(c, &tlg_env_v.cpus))
+            cpus[n++] = c;
     tlg_env_v.place_cpu = cpus;
     /* places exist once threads are bound or places are asked for */
     int bound = tlg_env_v.icv.bind != omp_proc_bind_false || env("OMP_PLACES");
@@ -325,12 +366,9 @@ static void find_places(void)
 void tlg_env_init(void)
 {
     tlg_env *e = &tlg_env_v;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        ncpu = CPU_COUNT(&set);
+    process_cpus();
     tlg_icv *icv = &e->icv;
-    icv->nthreads = ncpu > 0 ? (unsigned)ncpu : 1;
+    icv->nthreads = e->ncpus;
     icv->thread_limit = INT_MAX;
     icv->run_sched = TLG_SCHED_DYNAMIC;
     icv->run_chunk = 1;

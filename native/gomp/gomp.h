@@ -122,6 +122,8 @@ typedef struct tlg_env {
     int quiet;                /* THREADLAB_GOMP_QUIET */
     unsigned nplaces;         /* one place per allowed CPU when bound */
     int *place_cpu;
+    cpu_set_t cpus;           /* the process's CPUs at start (process_cpus) */
+    unsigned ncpus;           /* CPU_COUNT(&cpus), >= 1 */
 } tlg_env;
 
 #define TLG_DEFAULT_STACK ((size_t)8 << 20)

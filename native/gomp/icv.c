@@ -106,13 +106,11 @@ TLG_EXPORT omp_proc_bind_t omp_get_proc_bind(void)
     return (omp_proc_bind_t)tlg_icv_cur()->bind;
 }
 
+/* The process's CPUs, as libgomp answers: not the calling thread's mask,
+ * which is one CPU on a bound VP. */
 TLG_EXPORT int omp_get_num_procs(void)
 {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    return (int)tlg_env_v.ncpus;
 }
 
 TLG_EXPORT int omp_pause_resource(omp_pause_resource_t kind, int device_num)

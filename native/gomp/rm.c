@@ -19,98 +19,70 @@
  * creates as many user-level threads as it has processors); OMP_DYNAMIC or
  * omp_set_dynamic() set explicitly win.
  *
+ * A watcher thread (a kernel thread of the runtime, not a VP) waits on the
+ * slot's epoch while managed: it sets the active VPs the moment the
+ * manager publishes an allocation (VPs that resume need no safe point;
+ * the ones that stop do so at theirs), and notices a manager that stopped
+ * (it wakes every slot) or died or hangs (within a quantum + 25 ms) even
+ * while a long region runs, when no region start would.
+ *
  * No manager (no arena, a stopped or dead one, a full arena): the program
  * runs unmanaged with every VP active and looks again once a second (at
  * top-level regions). THREADLAB_GOMP_WAIT_MS (default 50) is how long a
  * new registration waits for its first allocation.
+ *
+ * The membership itself (the arena, registration, liveness, the notices
+ * of each event once) is libthreadlab-rm's client (threadlab/rm_client.h),
+ * shared with the libgomp shim; this file is the runtime's policy.
  */
 #define _GNU_SOURCE
 #include "gomp.h"
 
-#include "threadlab/rm.h"
+#include "threadlab/rm_client.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 enum { RM_INIT = 0, RM_UNMANAGED = 1, RM_MANAGED = 2 };
 
+static int rm_notice(tl_rm_client *client, int event, const char *what);
+
 static struct {
     _Atomic int state;
     pthread_mutex_t lock;
-    tl_rm_arena arena;
-    int mapped;
-    int slot;
-    tl_rm_slot *my;
-    pid_t pid;
-    uint32_t epoch0;
-    int answered;
-    uint32_t generation;
-    uint64_t next_probe_ns;
-    uint64_t wait_ns;
+    tl_rm_client c;
     /* the slot's epoch whose allocation the active VPs follow; safe
      * points compare it with the slot's, and whoever sees a change reads
      * the allocation consistently (seqlock) under follow_lock: a thread
      * holding a stale value cannot set an older allocation back */
     _Atomic uint32_t followed_epoch;
     _Atomic int follow_lock;
-} rm = {.lock = PTHREAD_MUTEX_INITIALIZER, .slot = -1};
+    uint32_t kick;    /* futex word: +1 at every state change (the watcher looks) */
+    pid_t watcher;    /* the process whose watcher runs (none after a fork) */
+} rm = {.lock = PTHREAD_MUTEX_INITIALIZER, .c = TL_RM_CLIENT_INITIALIZER};
+
+static void start_watcher(void);
 
 int tlg_rm_managed(void)
 {
     return atomic_load_explicit(&rm.state, ACQ) == RM_MANAGED;
 }
 
-/* Under rm.lock: maps the arena, checks the manager and registers. */
-static int attach_locked(unsigned request)
+/* The membership's events, once each: a program that finds no manager
+ * when it starts is the usual case and says nothing; losing one, or being
+ * refused, is told. */
+static int rm_notice(tl_rm_client *client, int event, const char *what)
 {
-    rm.next_probe_ns = tl_rm_coarse_ns() + 1000000000ull;
-    pid_t pid = getpid();
-    if (rm.mapped && (rm.pid != pid || tl_rm_replaced(&rm.arena))) {
-        /* map the new arena, but leave the old one mapped: threads at safe
-         * points may still read their old slot */
-        rm.mapped = 0;
-        rm.slot = -1;
-    }
-    rm.pid = pid;
-    if (!rm.mapped) {
-        char name[256], err[512];
-        tl_rm_arena_name(name, sizeof name);
-        int rc = tl_rm_open(&rm.arena, name, err, sizeof err);
-        if (rc == TL_RM_EVERSION)
-            tlg_notice("refusing the resource manager's arena %s: %s; running unmanaged", name, err);
-        if (rc != TL_RM_OK)
-            return RM_UNMANAGED;
-        rm.mapped = 1;
-    }
-    char why[256];
-    if (tl_rm_check(&rm.arena, why, sizeof why) != TL_RM_OK) {
-        tlg_notice("the resource manager's arena was overwritten (%s); running unmanaged", why);
-        return RM_UNMANAGED;
-    }
-    tl_rm_header *h = rm.arena.hdr;
-    if (!tl_rm_manager_fresh(h, tl_rm_now_ns()) || !tl_rm_manager_exists(h))
-        return RM_UNMANAGED;
-    if (rm.slot >= 0) {
-        tl_rm_slot *s = &rm.arena.slots[rm.slot];
-        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE ||
-            __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE) != pid) {
-            rm.slot = -1;
-            rm.my = NULL;
-        }
-    }
-    if (rm.slot < 0) {
-        int slot = tl_rm_register(&rm.arena, request, 0, &rm.epoch0);
-        if (slot < 0) {
-            tlg_notice("the resource manager's arena is full; running unmanaged");
-            return RM_UNMANAGED;
-        }
-        rm.slot = slot;
-        rm.my = &rm.arena.slots[slot];
-        rm.answered = tl_rm_wait_epoch(rm.my, rm.epoch0, rm.wait_ns) != rm.epoch0;
-    }
-    rm.generation = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
-    return RM_MANAGED;
+    (void)client;
+    if (event == TL_RM_CLIENT_NONE)
+        return 0;
+    if (event == TL_RM_CLIENT_ATTACHED)
+        tlg_notice("%s", what);
+    else
+        tlg_notice("%s; running unmanaged (every VP active)", what);
+    return 1;
 }
 
 /* Every VP runs again (unmanaged). */
@@ -124,13 +96,13 @@ static void follow_all(void)
  * time; another one already on it is enough). */
 static void follow_latest(void)
 {
-    if (!tlg_ult_ready() || !rm.answered)
+    if (!tlg_ult_ready() || !tl_rm_client_answered(&rm.c))
         return;
     int z = 0;
     if (!atomic_compare_exchange_strong_explicit(&rm.follow_lock, &z, 1, ACQ, RLX))
         return;
     uint32_t alloc, owned, epoch;
-    if (tl_rm_read_alloc(rm.my, &alloc, &owned, &epoch, NULL) == 0) {
+    if (tl_rm_read_alloc(__atomic_load_n(&rm.c.my, __ATOMIC_ACQUIRE), &alloc, &owned, &epoch, NULL) == 0) {
         unsigned nvps = tl_ult_num_vps();
         unsigned n = alloc == 0 ? 1 : alloc < nvps ? alloc : nvps;
         if (tl_ult_active_vps() != n)
@@ -146,49 +118,73 @@ void tlg_rm_follow(void)
         follow_latest();
 }
 
+/* Under rm.lock. */
 static void set_state(int state)
 {
     atomic_store_explicit(&rm.state, state, REL);
     if (state != RM_MANAGED)
         follow_all();
+    else
+        start_watcher();
+    __atomic_add_fetch(&rm.kick, 1, __ATOMIC_RELEASE);
+    tl_rm_futex_wake(&rm.kick, INT_MAX);
 }
 
 void tlg_rm_init(void)
 {
     const char *w = getenv("THREADLAB_GOMP_WAIT_MS");
-    rm.wait_ns = (w && *w ? strtoull(w, NULL, 10) : 50) * 1000000ull;
+    rm.c.wait_ns = (w && *w ? strtoull(w, NULL, 10) : 50) * 1000000ull;
+    rm.c.notice = rm_notice;
 }
 
-/* 1 when the manager still manages this process (a cheap check: the
- * heartbeat and the generation; a late heartbeat costs a liveness test). */
-static int still_managed(uint64_t now)
+/* Under rm.lock: looks for a manager and registers (again). */
+static int attach_locked(unsigned request)
 {
-    tl_rm_header *h = rm.arena.hdr;
-    if (__atomic_load_n(&h->manager_state, __ATOMIC_ACQUIRE) != TL_RM_MANAGER_RUNNING)
-        return 0;
-    if (__atomic_load_n(&h->generation, __ATOMIC_ACQUIRE) != rm.generation)
-        return 0;
-    tl_rm_slot *s = rm.my;
-    if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE)
-        return 0;
-    uint64_t beat = __atomic_load_n(&h->manager_heartbeat_ns, __ATOMIC_ACQUIRE);
-    uint64_t quantum = (uint64_t)__atomic_load_n(&h->quantum_ms, __ATOMIC_RELAXED) * 1000000ull;
-    if (now <= beat + quantum + 20000000ull)
-        return 1;
-    return tl_rm_manager_exists(h) && now <= beat + 10 * quantum + 1000000000ull;
+    return tl_rm_client_attach(&rm.c, request ? request : 1) == TL_RM_CLIENT_MANAGED ? RM_MANAGED : RM_UNMANAGED;
 }
 
-/* The allocation now (>= 1), or 0 before the manager has answered. */
-static unsigned current_alloc(void)
+/* The manager was lost (`why`: stopped, gone, hung), seen by a region or
+ * the watcher: unmanaged, every VP active, one notice. */
+static void lose(int why)
 {
-    tl_rm_slot *s = rm.my;
-    if (!rm.answered) {
-        if (__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) == rm.epoch0)
-            return 0;
-        rm.answered = 1;
+    pthread_mutex_lock(&rm.lock);
+    if (atomic_load_explicit(&rm.state, RLX) == RM_MANAGED) {
+        tl_rm_client_lost(&rm.c, why);
+        set_state(RM_UNMANAGED);
     }
-    unsigned a = __atomic_load_n(&s->alloc, __ATOMIC_ACQUIRE);
-    return a ? a : 1;
+    pthread_mutex_unlock(&rm.lock);
+}
+
+static void *watcher(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        uint32_t kick = __atomic_load_n(&rm.kick, __ATOMIC_ACQUIRE);
+        if (atomic_load_explicit(&rm.state, ACQ) != RM_MANAGED) {
+            tl_rm_futex_wait(&rm.kick, kick, UINT64_C(1000000000));
+            continue;
+        }
+        tl_rm_slot *slot = __atomic_load_n(&rm.c.my, __ATOMIC_ACQUIRE);
+        uint32_t epoch = __atomic_load_n(&slot->epoch, __ATOMIC_ACQUIRE);
+        if (epoch != atomic_load_explicit(&rm.followed_epoch, ACQ))
+            follow_latest();
+        tl_rm_wait_epoch(slot, epoch, tl_rm_client_watch_ns(rm.c.arena.hdr));
+        if (atomic_load_explicit(&rm.state, ACQ) != RM_MANAGED)
+            continue;
+        int why = tl_rm_client_check(&rm.c, tl_rm_coarse_ns());
+        if (why != TL_RM_CLIENT_MANAGED && why != TL_RM_CLIENT_REPLACED)
+            lose(why); /* a freed slot or a new manager: the next region registers again */
+    }
+    return NULL;
+}
+
+/* Under rm.lock: the watcher of this process, once (it does not survive a
+ * fork, whose child runs its teams serially anyway). */
+static void start_watcher(void)
+{
+    pid_t pid = getpid();
+    if (rm.watcher != pid && tl_rm_client_watcher(watcher, NULL, "threadlab-gomp") == 0)
+        rm.watcher = pid;
 }
 
 unsigned tlg_rm_region(unsigned request)
@@ -197,11 +193,11 @@ unsigned tlg_rm_region(unsigned request)
         return 0;
     int state = atomic_load_explicit(&rm.state, ACQ);
     if (TLG_UNLIKELY(state != RM_MANAGED)) {
-        if (state == RM_INIT || tl_rm_coarse_ns() >= rm.next_probe_ns) {
+        if (state == RM_INIT || tl_rm_client_probe_due(&rm.c, tl_rm_coarse_ns())) {
             pthread_mutex_lock(&rm.lock);
             state = atomic_load_explicit(&rm.state, RLX);
             if (state != RM_MANAGED)
-                state = attach_locked(request ? request : 1);
+                state = attach_locked(request);
             set_state(state);
             pthread_mutex_unlock(&rm.lock);
         }
@@ -209,33 +205,35 @@ unsigned tlg_rm_region(unsigned request)
             return 0;
     }
     uint64_t now = tl_rm_coarse_ns();
-    if (TLG_UNLIKELY(!still_managed(now))) {
-        pthread_mutex_lock(&rm.lock);
-        int st = attach_locked(request ? request : 1);
-        set_state(st);
-        pthread_mutex_unlock(&rm.lock);
-        if (st != RM_MANAGED) {
-            tlg_notice("the resource manager is gone; running unmanaged");
+    int why = tl_rm_client_check(&rm.c, now);
+    if (TLG_UNLIKELY(why != TL_RM_CLIENT_MANAGED)) {
+        if (why != TL_RM_CLIENT_REPLACED) {
+            lose(why);
             return 0;
         }
+        /* our slot was freed, or a new manager adopted the arena */
+        pthread_mutex_lock(&rm.lock);
+        state = atomic_load_explicit(&rm.state, RLX);
+        if (state == RM_MANAGED) {
+            state = attach_locked(request);
+            set_state(state);
+        }
+        pthread_mutex_unlock(&rm.lock);
+        if (state != RM_MANAGED)
+            return 0;
     }
-    tl_rm_slot *s = rm.my;
     if (request == 0)
         request = 1;
-    if (__atomic_load_n(&s->requested, __ATOMIC_RELAXED) != request)
-        __atomic_store_n(&s->requested, request, __ATOMIC_RELAXED);
-    unsigned alloc = current_alloc();
-    __atomic_store_n(&s->last_team, alloc && alloc < request ? alloc : request, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->heartbeat_ns, now, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->regions, __atomic_load_n(&s->regions, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    unsigned alloc = tl_rm_client_request(&rm.c, request);
+    tl_rm_client_ran(&rm.c, alloc && alloc < request ? alloc : request, now);
     follow_latest();
     return alloc;
 }
 
 void tlg_safe_point(void)
 {
-    if (atomic_load_explicit(&rm.state, RLX) == RM_MANAGED &&
-        TLG_UNLIKELY(__atomic_load_n(&rm.my->epoch, __ATOMIC_RELAXED) !=
+    if (atomic_load_explicit(&rm.state, ACQ) == RM_MANAGED &&
+        TLG_UNLIKELY(__atomic_load_n(&__atomic_load_n(&rm.c.my, __ATOMIC_RELAXED)->epoch, __ATOMIC_RELAXED) !=
                      atomic_load_explicit(&rm.followed_epoch, RLX)))
         follow_latest();
     tl_ult_safe_point();
@@ -251,6 +249,5 @@ int tlg_dyn(const tlg_icv *icv)
 
 __attribute__((destructor)) static void rm_fini(void)
 {
-    if (rm.mapped && rm.slot >= 0 && rm.pid == getpid())
-        tl_rm_release(&rm.arena, rm.slot);
+    tl_rm_client_release(&rm.c);
 }

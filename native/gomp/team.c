@@ -136,10 +136,7 @@ void tlg_init(void)
     if (!atomic_load_explicit(&rt.initialized, RLX)) {
         tl_ult_config cfg;
         tl_ult_config_init(&cfg);
-        unsigned ncpu = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
-        cpu_set_t set;
-        if (sched_getaffinity(0, sizeof set, &set) == 0)
-            ncpu = (unsigned)CPU_COUNT(&set);
+        unsigned ncpu = tlg_env_v.ncpus;
         cfg.nvps = env_vps();
         if (!cfg.nvps) {
             cfg.nvps = ncpu;
@@ -158,7 +155,16 @@ void tlg_init(void)
         /* the main thread becomes VP 0's primordial ULT; any other thread
          * may exit, so it stays external */
         cfg.external = syscall(SYS_gettid) != getpid();
+        /* libthreadlab-ult places its VPs from the caller's mask: the
+         * process's CPUs (env.c), which libgomp's constructor may have
+         * narrowed to one on the initial thread.  A VP 0 that is this
+         * thread is placed again by the runtime when it pins. */
+        cpu_set_t caller;
+        int widened = sched_getaffinity(0, sizeof caller, &caller) == 0 && !CPU_EQUAL(&caller, &tlg_env_v.cpus) &&
+                      sched_setaffinity(0, sizeof tlg_env_v.cpus, &tlg_env_v.cpus) == 0;
         int err = tl_ult_init(&cfg);
+        if (widened && (cfg.external || !cfg.pin))
+            sched_setaffinity(0, sizeof caller, &caller);
         if (err)
             tlg_fatal("cannot start the user-level threads runtime: %s", strerror(err));
         rt.nvps = tl_ult_num_vps();

@@ -12,10 +12,12 @@
  * error and tolerance; extras: the parallel regions started, the team
  * sizes they got (team_min, team_max, teams "SIZE:COUNT,..."; under
  * threadlab-rm they follow the allocation), omp_get_max_threads(), whether
- * the shim managed it (managed: yes, no, or null without the shim), the
+ * threadlab-rm manages it at the end, as the libgomp shim or
+ * libthreadlab-gomp says (managed: yes, no, or null under neither), the
  * shim's state (shim_state, TL_OMP_STATE_*: 2 managed, 3 cooperative after
- * the manager left; -1 without the shim), the whole process's wall time
- * until the record (wall_s) and the kernel's size parameters.
+ * the manager left; -1 without the shim), the library that provides
+ * GOMP_parallel (runtime), the whole process's wall time until the record
+ * (wall_s) and the kernel's size parameters.
  *
  * Exit status: 0 a record was written (a result that did not verify is a
  * record whose check failed); 2 usage error.
@@ -233,6 +235,14 @@ int main(int argc, char **argv)
     int verified = r.verified && rc == 0;
 
     int (*state)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "threadlab_omp_state");
+    int (*ult_managed)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "threadlab_gomp_managed");
+    const char *managed = state         ? (state() == TL_OMP_STATE_MANAGED ? "yes" : "no")
+                          : ult_managed ? (ult_managed() ? "yes" : "no")
+                                        : NULL;
+    Dl_info runtime;
+    void *entry = dlsym(RTLD_DEFAULT, "GOMP_parallel");
+    if (!entry || !dladdr(entry, &runtime) || !runtime.dli_fname)
+        runtime.dli_fname = "";
     int team_min = 0, team_max = 0;
     char teams[1024] = "";
     size_t used = 0;
@@ -250,7 +260,7 @@ int main(int argc, char **argv)
     snprintf(detail, sizeof detail, "%s = %.17g, reference %.17g, tolerance %.3g: %s", r.quantity, r.value,
              r.reference, r.tolerance, r.detail);
     tl_record_check check = {"verified", verified, r.error, detail};
-    tl_record_extra extras[11 + NPB_MAX_PARAMS];
+    tl_record_extra extras[12 + NPB_MAX_PARAMS];
     unsigned n = 0;
     extras[n++] = (tl_record_extra){"quantity", r.quantity, 0};
     extras[n++] = (tl_record_extra){"value", NULL, r.value};
@@ -261,8 +271,9 @@ int main(int argc, char **argv)
     extras[n++] = (tl_record_extra){"mops", NULL, r.mops};
     extras[n++] = (tl_record_extra){"regions", NULL, (double)regions};
     extras[n++] = (tl_record_extra){"teams", teams, 0};
-    extras[n++] = (tl_record_extra){"managed", state ? (state() == TL_OMP_STATE_MANAGED ? "yes" : "no") : NULL, NAN};
+    extras[n++] = (tl_record_extra){"managed", managed, NAN};
     extras[n++] = (tl_record_extra){"shim_state", NULL, state ? state() : -1};
+    extras[n++] = (tl_record_extra){"runtime", runtime.dli_fname, 0};
     for (int p = 0; k->param_names[p] && p < NPB_MAX_PARAMS; p++)
         extras[n++] = (tl_record_extra){k->param_names[p], NULL, (double)size->p[p]};
     tl_record_extra tail[] = {

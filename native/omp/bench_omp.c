@@ -3,8 +3,10 @@
  * measured EPCC-style (docs/omp.md, docs/native-protocol.md).
  *
  *   omp.region.overhead  params construct (parallel, parallel_for) and
- *                        threads (all, 1)
+ *                        threads (all, 1); a member of the omp suite
+ *                        (docs/omp-suite.md)
  *   omp.launch.overhead  what threadlab-omp-run adds to starting a program
+ *                        (primitives suite)
  *
  * One point runs in one process that has the shim preloaded and is managed
  * by threadlab-rm.  It times the same empty region two ways, through
@@ -75,7 +77,7 @@ static int manager_running(void)
 static int run_rm(const char *const *args)
 {
     char rm[PATH_MAX];
-    if (tl_omp_sibling("threadlab-rm", rm, sizeof rm) != 0)
+    if (tl_beside_program("threadlab-rm", rm, sizeof rm) != 0)
         return -1;
     char *argv[8] = {rm};
     for (int i = 0; args[i] && i < 6; i++)
@@ -347,8 +349,8 @@ static int launched_shim_state(char *const *argv)
 static int run_launch(tl_ctx *ctx)
 {
     char probe[PATH_MAX], launcher[PATH_MAX], shim[PATH_MAX];
-    if (tl_omp_sibling("threadlab-omp-probe", probe, sizeof probe) != 0 ||
-        tl_omp_sibling("threadlab-omp-run", launcher, sizeof launcher) != 0 ||
+    if (tl_beside_program("threadlab-omp-probe", probe, sizeof probe) != 0 ||
+        tl_beside_program("threadlab-omp-run", launcher, sizeof launcher) != 0 ||
         tl_omp_find_shim(shim, sizeof shim) != 0) {
         tl_unsupported(ctx, "threadlab-omp-probe, threadlab-omp-run or libthreadlab-omp.so is not built beside "
                             "this program");
@@ -412,10 +414,13 @@ static const tl_param_def overhead_params[] = {
 };
 
 static const tl_bench benches[] = {
-    TL_BENCH("omp.region.overhead", "openmp",
-             "what the libgomp shim of threadlab-rm adds to one parallel region (EPCC-style, managed)",
-             "time per empty region",
-             0, 0, overhead_params, run_overhead),
+    {.name = "omp.region.overhead",
+     .model = "openmp",
+     .summary = "what the libgomp shim of threadlab-rm adds to one parallel region (EPCC-style, managed)",
+     .quantity = "time per empty region",
+     .params = overhead_params,
+     .run = run_overhead,
+     .suite = "omp"},
     TL_BENCH("omp.launch.overhead", "openmp",
              "what threadlab-omp-run (and so `threadlab omp run`'s exec) adds to starting an OpenMP program",
              "time per launch and exit of a one-region OpenMP program",

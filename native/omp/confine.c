@@ -25,13 +25,13 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "shim.h"
 #include "threadlab/omp.h"
+#include "threadlab/rm_client.h"
 
 static struct {
     pthread_mutex_t lock;       /* capture and start */
@@ -171,12 +171,9 @@ static void *watcher(void *arg)
                 __atomic_store_n(&slot->threads, threads, __ATOMIC_RELAXED);
                 __atomic_store_n(&slot->confined_epoch, epoch, __ATOMIC_RELEASE);
             }
-            uint64_t q = __atomic_load_n(&h->quantum_ms, __ATOMIC_RELAXED);
-            if (q < TL_RM_MIN_QUANTUM_MS || q > TL_RM_MAX_QUANTUM_MS)
-                q = TL_RM_DEFAULT_QUANTUM_MS;
             /* A new allocation, or the manager stopping, wakes it at once;
              * a manager that died is noticed when the wait times out. */
-            tl_rm_futex_wait(&slot->epoch, epoch, (q + 25) * UINT64_C(1000000));
+            tl_rm_futex_wait(&slot->epoch, epoch, tl_rm_client_watch_ns(h));
             shim_watch_manager(h);
             continue;
         }
@@ -194,23 +191,8 @@ void shim_confine_kick(tl_rm_slot *slot)
     shim_confine_capture();
     pthread_mutex_lock(&cf.lock);
     pid_t pid = getpid();
-    if (cf.watcher_pid != pid) {
-        /* Signals are the program's: the watcher takes none. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN + 64 * 1024);
-        pthread_t thread;
-        if (pthread_create(&thread, &attr, watcher, NULL) == 0) {
-            cf.watcher_pid = pid;
-            pthread_setname_np(thread, "threadlab-omp");
-        }
-        pthread_attr_destroy(&attr);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
+    if (cf.watcher_pid != pid && tl_rm_client_watcher(watcher, NULL, "threadlab-omp") == 0)
+        cf.watcher_pid = pid;
     pthread_mutex_unlock(&cf.lock);
     __atomic_add_fetch(&cf.kick, 1, __ATOMIC_RELEASE);
     tl_rm_futex_wake(&cf.kick, INT_MAX);

@@ -10,23 +10,7 @@
 #include <unistd.h>
 
 #include "env.h"
-
-int tl_omp_sibling(const char *relative, char *out, size_t len)
-{
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return -1;
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    int written = snprintf(out, len, "%s/%s", self, relative);
-    if (written < 0 || (size_t)written >= len)
-        return -1;
-    return access(out, F_OK) == 0 ? 0 : -1;
-}
+#include "threadlab/bench.h"
 
 /* The canonical path of a file (no "bin/../lib", no symbolic links), so
  * that LD_PRELOAD names the shim one way. */
@@ -46,7 +30,7 @@ int tl_omp_find_shim(char *out, size_t len)
         snprintf(out, len, "%s", env);
         return access(out, R_OK) == 0 ? canonical(out, len) : -1;
     }
-    if (tl_omp_sibling("../lib/libthreadlab-omp.so", out, len) != 0)
+    if (tl_beside_program("../lib/libthreadlab-omp.so", out, len) != 0)
         return -1;
     return canonical(out, len);
 }

@@ -18,8 +18,6 @@
  * running program's bin directory (the build's and an install's layout).
  * 0, or -1 when it is not there (out names where it was looked for). */
 int tl_omp_find_shim(char *out, size_t len);
-/* A program installed beside the running one (its directory): 0, or -1. */
-int tl_omp_sibling(const char *relative, char *out, size_t len);
 /* Puts the shim first in this process's LD_PRELOAD (for a program it
  * execs), once, before what was preloaded already: 0, or -1 when
  * LD_PRELOAD would be too long. */

@@ -80,6 +80,7 @@
 #include "threadlab/compiler.h"
 #include "threadlab/omp.h"
 #include "threadlab/rm.h"
+#include "threadlab/rm_client.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
@@ -165,33 +166,20 @@ static inline void ensure_resolved(void)
 
 /* ------------------------------------------------------------------ state */
 
+static int shim_notice(tl_rm_client *client, int event, const char *what);
+
 static struct {
     int state;                  /* TL_OMP_STATE_* */
     int disabled;               /* THREADLAB_OMP_DISABLE */
     int pin;                    /* THREADLAB_OMP_PIN */
     int quiet;
-    uint64_t probe_ns;          /* 0 = never look again */
-    uint64_t wait_ns;
-    /* Both deadlines are on the coarse clock, the one the fast path reads:
-     * compared against it, a deadline from the precise clock would come
-     * due up to a tick (and on a virtual machine somewhat more) late. */
-    uint64_t next_probe_ns;     /* when an unmanaged process looks for a manager again */
-    uint64_t next_check_ns;     /* rate limit of the manager-liveness system call */
-    tl_rm_arena arena;
-    int mapped;
-    int slot;                   /* -1 = none */
-    tl_rm_slot *my;
-    pid_t pid;
-    uint32_t epoch0;            /* the slot's epoch before registration */
-    int answered;               /* the manager has written this occupant's allocation */
-    unsigned generation;        /* manager generation last seen managing us */
+    tl_rm_client rm;            /* the membership (threadlab/rm_client.h) */
     /* dyn-var (see the file comment) */
     int dyn_captured;
     int dyn_env;                /* libgomp's dyn-var from the environment */
     int dyn_orig;               /* the user's, before `threadlab omp run` */
     int dyn_user;               /* -1, or the program's omp_set_dynamic() */
     unsigned dyn_gen;           /* bumped whenever the wanted real value changes */
-    int last_note;              /* the kind of the latest notice (NOTE_*), 0 = none */
     int dyn_noted;              /* the omp_set_dynamic(0) notice was printed */
     int cooperative;            /* managed or refused once: without a manager, cooperate */
     /* Region lengths: a region that outlasts long_ns cannot follow the
@@ -199,8 +187,9 @@ static struct {
     uint64_t long_ns;           /* the manager's quantum */
     int long_regions;           /* the latest managed region was long (or none ran yet) */
     pthread_mutex_t lock;
-} g = {.state = TL_OMP_STATE_INIT, .slot = -1, .dyn_user = -1, .dyn_gen = 1, .long_regions = 1,
-       .long_ns = (uint64_t)TL_RM_DEFAULT_QUANTUM_MS * 1000000u, .lock = PTHREAD_MUTEX_INITIALIZER};
+} g = {.state = TL_OMP_STATE_INIT, .rm = TL_RM_CLIENT_INITIALIZER, .dyn_user = -1, .dyn_gen = 1,
+       .long_regions = 1, .long_ns = (uint64_t)TL_RM_DEFAULT_QUANTUM_MS * 1000000u,
+       .lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Cooperative teams: the CPUs of the process that other work leaves idle,
  * measured at most every COOP_PERIOD_NS (two /proc/stat readings and the
@@ -227,18 +216,6 @@ static __thread uint32_t tls_pin_epoch TLS_IE;
 static __thread unsigned tls_pin_gen TLS_IE;
 static __thread int tls_pin_tid TLS_IE = -1;
 
-/* The kinds of notice.  One is printed per event: when the kind differs
- * from the latest one printed.  A manager lost and none found at the next
- * looks are one event (both say: no manager). */
-enum {
-    NOTE_NO_MANAGER = 1, /* none running, or it stopped, died or hangs */
-    NOTE_FULL,
-    NOTE_VERSION,
-    NOTE_CORRUPT,
-    NOTE_UNSAFE,
-    NOTE_ATTACHED,       /* managed (again) */
-};
-
 static void say(const char *fmt, va_list ap)
 {
     if (g.quiet)
@@ -248,16 +225,39 @@ static void say(const char *fmt, va_list ap)
     fprintf(stderr, "threadlab-omp[%d]: %s\n", (int)getpid(), text);
 }
 
-static void notice(int which, const char *fmt, ...) TL_PRINTF(2, 3);
-static void notice(int which, const char *fmt, ...)
+static void notice(const char *fmt, ...) TL_PRINTF(1, 2);
+static void notice(const char *fmt, ...)
 {
-    if (g.last_note == which)
-        return;
-    g.last_note = which;
     va_list ap;
     va_start(ap, fmt);
     say(fmt, ap);
     va_end(ap);
+}
+
+/* The membership's events (one notice each, threadlab/rm_client.h), with
+ * what the shim does about them: without a manager it runs unmanaged, and
+ * cooperative once it was managed or refused (a lost manager, a full
+ * arena). */
+static int shim_notice(tl_rm_client *client, int event, const char *what)
+{
+    switch (event) {
+    case TL_RM_CLIENT_ATTACHED:
+        notice("%s", what);
+        break;
+    case TL_RM_CLIENT_FULL:
+        notice("%s; running unmanaged but cooperative (teams sized by the idle CPUs), looking again every %llu ms",
+               what, (unsigned long long)(client->probe_ns / UINT64_C(1000000)));
+        break;
+    case TL_RM_CLIENT_STOPPED:
+    case TL_RM_CLIENT_GONE:
+    case TL_RM_CLIENT_HUNG:
+        notice("%s; running unmanaged but cooperative (teams sized by the idle CPUs)", what);
+        break;
+    default:
+        notice("%s; running unmanaged", what);
+        break;
+    }
+    return 1;
 }
 
 static void notice_dyn_off(const char *fmt, ...) TL_PRINTF(1, 2);
@@ -483,26 +483,6 @@ static unsigned unmanaged_team(int state, unsigned specified)
 
 /* ---------------------------------------------------------- attach/detach */
 
-static uint64_t next_probe_deadline(void)
-{
-    return g.probe_ns ? tl_rm_coarse_ns() + g.probe_ns : UINT64_MAX;
-}
-
-/* Forgets the arena, but keeps its mapping: another thread of the program
- * (the watcher, a region starting elsewhere) may still be reading it, and
- * a mapping of an object already unlinked costs only its pages.  Arenas
- * are replaced rarely (a manager restarted with --reset). */
-static void unmap(void)
-{
-    if (g.mapped && g.arena.fd >= 0) {
-        close(g.arena.fd);
-        g.arena.fd = -1;
-    }
-    g.mapped = 0;
-    g.slot = -1;
-    g.my = NULL;
-}
-
 /* The state of a process that could not be managed now: cooperative once
  * it has been managed or refused (a manager that left, a full arena),
  * else libgomp as it is (no manager was ever seen, or the arena is not
@@ -517,92 +497,19 @@ static int attach_locked(unsigned request)
 {
     capture_dyn();
     shim_confine_capture(); /* the process's own CPUs, before any confinement */
-    g.next_probe_ns = next_probe_deadline();
-    pid_t pid = getpid();
-    if (g.mapped && g.pid != pid) { /* a forked child: the slot is the parent's */
-        g.slot = -1;
-        g.my = NULL;
+    int rc = tl_rm_client_attach(&g.rm, request);
+    if (rc == TL_RM_CLIENT_FULL) {
+        if (!g.cooperative)
+            coop_begin(0);
+        g.cooperative = 1;
+        return TL_OMP_STATE_COOPERATIVE;
     }
-    g.pid = pid;
-    if (g.mapped && tl_rm_replaced(&g.arena))
-        unmap();
-    if (!g.mapped) {
-        char name[256], err[512];
-        tl_rm_arena_name(name, sizeof name);
-        int rc = tl_rm_open(&g.arena, name, err, sizeof err);
-        if (rc == TL_RM_EVERSION) {
-            notice(NOTE_VERSION, "refusing the resource manager's arena %s: %s; running unmanaged", name, err);
-            return without_manager();
-        }
-        if (rc == TL_RM_EUNSAFE) {
-            /* Another user's object: joining it would let them size (or,
-             * by cutting it short, kill) this program. */
-            notice(NOTE_UNSAFE, "%s; running unmanaged", err);
-            return without_manager();
-        }
-        if (rc != TL_RM_OK) {
-            notice(NOTE_NO_MANAGER, "no resource manager (threadlab-rm) is running; running unmanaged");
-            return without_manager();
-        }
-        g.mapped = 1;
-        g.slot = -1;
-        g.my = NULL;
-    }
-    /* Indices into the arena are bounded by the slot count it had when it
-     * was mapped (g.arena.nslots), whatever the header says now; a header
-     * that changed since was overwritten: run unmanaged until the manager
-     * restores it (the mapping stays: other threads may be reading it). */
-    char why[256];
-    if (tl_rm_check(&g.arena, why, sizeof why) != TL_RM_OK) {
-        notice(NOTE_CORRUPT, "the resource manager's arena %s was overwritten (%s); running unmanaged",
-               g.arena.name, why);
-        if (g.slot >= 0)
-            tl_rm_release(&g.arena, g.slot);
-        g.slot = -1; /* g.my stays a valid address for a thread still on the fast path */
+    if (rc != TL_RM_CLIENT_MANAGED)
         return without_manager();
-    }
-    tl_rm_header *h = g.arena.hdr;
-    if (!tl_rm_manager_fresh(h, tl_rm_now_ns()) || !tl_rm_manager_exists(h)) {
-        notice(NOTE_NO_MANAGER, "no resource manager (threadlab-rm) is running; running unmanaged");
-        return without_manager();
-    }
-    if (g.slot >= 0) {
-        tl_rm_slot *s = &g.arena.slots[g.slot];
-        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE ||
-            __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE) != pid) {
-            g.slot = -1; /* freed meanwhile: register anew */
-            g.my = NULL;
-        }
-    }
-    if (g.slot < 0) {
-        int slot = tl_rm_register(&g.arena, request, g.pin ? TL_RM_APP_PINNED : 0, &g.epoch0);
-        if (slot < 0) {
-            if (!g.cooperative)
-                coop_begin(0);
-            g.cooperative = 1;
-            notice(NOTE_FULL,
-                   "the resource manager's arena is full (all %u slot%s taken; threadlab rm start --slots N "
-                   "makes more); running unmanaged but cooperative (teams sized by the idle CPUs), looking "
-                   "again every %llu ms",
-                   g.arena.nslots, g.arena.nslots == 1 ? "" : "s",
-                   (unsigned long long)(g.probe_ns / UINT64_C(1000000)));
-            return TL_OMP_STATE_COOPERATIVE;
-        }
-        g.slot = slot;
-        g.my = &g.arena.slots[slot];
-        g.answered = 0;
-        /* The manager answers a registration at once; wait a little for it,
-         * so the first region already has its allocation. */
-        if (tl_rm_wait_epoch(g.my, g.epoch0, g.wait_ns) != g.epoch0)
-            g.answered = 1;
-    }
-    g.generation = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
-    uint64_t quantum = __atomic_load_n(&h->quantum_ms, __ATOMIC_RELAXED);
-    if (quantum >= TL_RM_MIN_QUANTUM_MS && quantum <= TL_RM_MAX_QUANTUM_MS)
-        g.long_ns = quantum * UINT64_C(1000000);
+    uint64_t quantum = tl_rm_client_quantum_ns(&g.rm);
+    if (quantum)
+        g.long_ns = quantum;
     g.cooperative = 1;
-    if (g.last_note && g.last_note != NOTE_ATTACHED)
-        notice(NOTE_ATTACHED, "managed by threadlab-rm (pid %d) from now on", (int)h->manager_pid);
     return TL_OMP_STATE_MANAGED;
 }
 
@@ -614,7 +521,7 @@ static void set_state(int state)
         /* The watcher confines a managed process and frees one that is
          * not any more. */
         if (state == TL_OMP_STATE_MANAGED || old == TL_OMP_STATE_MANAGED)
-            shim_confine_kick(g.my);
+            shim_confine_kick(g.rm.my);
     }
 }
 
@@ -623,78 +530,49 @@ static int attach(unsigned request)
 {
     pthread_mutex_lock(&g.lock);
     int state = __atomic_load_n(&g.state, __ATOMIC_ACQUIRE);
-    if (state != TL_OMP_STATE_MANAGED && (state == TL_OMP_STATE_INIT || tl_rm_coarse_ns() >= g.next_probe_ns))
+    if (state != TL_OMP_STATE_MANAGED && (state == TL_OMP_STATE_INIT || tl_rm_client_probe_due(&g.rm, tl_rm_coarse_ns())))
         state = attach_locked(request);
     set_state(state);
     pthread_mutex_unlock(&g.lock);
     return state;
 }
 
-/* The manager is gone (stopped, dead, hung): cooperate without it, from
- * the team it had allocated. */
-static void fall_back(const char *why)
+/* The manager is lost (stopped, dead, hung: `why`, a TL_RM_CLIENT_*):
+ * cooperate without it, from the team it had allocated. */
+static void fall_back(int why)
 {
     pthread_mutex_lock(&g.lock);
     if (g.state == TL_OMP_STATE_MANAGED) {
-        notice(NOTE_NO_MANAGER, "the resource manager %s; running unmanaged but cooperative (teams sized by "
-               "the idle CPUs)", why);
-        g.next_probe_ns = next_probe_deadline();
-        uint32_t alloc = g.my ? __atomic_load_n(&g.my->alloc, __ATOMIC_RELAXED) : 1;
+        tl_rm_client_lost(&g.rm, why);
+        uint32_t alloc = g.rm.my ? __atomic_load_n(&g.rm.my->alloc, __ATOMIC_RELAXED) : 1;
         coop_begin(alloc);
         set_state(TL_OMP_STATE_COOPERATIVE);
     }
     pthread_mutex_unlock(&g.lock);
 }
 
-/* 1 when the manager still manages; else falls back and returns 0.  The
- * heartbeat is read every region (no system call); only a late heartbeat
- * costs a liveness check, at most one every 5 ms. */
-static int manager_ok(const tl_rm_header *h, uint64_t now)
-{
-    uint32_t mstate = __atomic_load_n(&h->manager_state, __ATOMIC_ACQUIRE);
-    if (UNLIKELY(mstate != TL_RM_MANAGER_RUNNING)) {
-        fall_back("stopped");
-        return 0;
-    }
-    uint64_t beat = __atomic_load_n(&h->manager_heartbeat_ns, __ATOMIC_ACQUIRE);
-    uint64_t quantum = (uint64_t)__atomic_load_n(&h->quantum_ms, __ATOMIC_RELAXED) * UINT64_C(1000000);
-    if (LIKELY(now <= beat + quantum + UINT64_C(20000000)))
-        return 1;
-    if (now < __atomic_load_n(&g.next_check_ns, __ATOMIC_RELAXED))
-        return 1;
-    __atomic_store_n(&g.next_check_ns, now + UINT64_C(5000000), __ATOMIC_RELAXED);
-    if (!tl_rm_manager_exists(h)) {
-        fall_back("is gone");
-        return 0;
-    }
-    if (now > beat + 10 * quantum + UINT64_C(1000000000)) {
-        fall_back("does not answer");
-        return 0;
-    }
-    return 1; /* alive, only late */
-}
-
 int shim_watch_state(tl_rm_slot **slot, const tl_rm_header **hdr)
 {
     pthread_mutex_lock(&g.lock);
     int state = g.state;
-    tl_rm_slot *s = state == TL_OMP_STATE_MANAGED ? g.my : NULL;
     /* A slot the manager freed (and maybe gave to another program) is not
      * this process's allocation: the next region registers again. */
-    if (s && (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE ||
-              __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE) != g.pid))
-        s = NULL;
+    tl_rm_slot *s = state == TL_OMP_STATE_MANAGED && tl_rm_client_slot_ours(&g.rm) ? g.rm.my : NULL;
     *slot = s;
-    *hdr = s && g.mapped ? g.arena.hdr : NULL;
+    *hdr = s && g.rm.mapped ? g.rm.arena.hdr : NULL;
     pthread_mutex_unlock(&g.lock);
     return state;
 }
 
 int shim_watch_manager(const tl_rm_header *hdr)
 {
-    if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != TL_OMP_STATE_MANAGED || hdr != g.arena.hdr)
+    if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != TL_OMP_STATE_MANAGED || hdr != g.rm.arena.hdr)
         return 0;
-    return manager_ok(hdr, tl_rm_coarse_ns());
+    int why = tl_rm_client_check(&g.rm, tl_rm_coarse_ns());
+    if (why == TL_RM_CLIENT_MANAGED || why == TL_RM_CLIENT_REPLACED)
+        return 1; /* a freed slot: the next region registers again */
+    fall_back(why);
+    return 0;
 }
 
 EXPORT int threadlab_omp_state(void)
@@ -704,7 +582,7 @@ EXPORT int threadlab_omp_state(void)
 
 EXPORT int threadlab_omp_slot(void)
 {
-    return __atomic_load_n(&g.state, __ATOMIC_ACQUIRE) == TL_OMP_STATE_MANAGED ? g.slot : -1;
+    return __atomic_load_n(&g.state, __ATOMIC_ACQUIRE) == TL_OMP_STATE_MANAGED ? g.rm.slot : -1;
 }
 
 /* ------------------------------------------------------------ the decision */
@@ -722,7 +600,7 @@ static inline unsigned decide(unsigned specified, int *managed, uint64_t *t0)
         return specified; /* nested inside an active region: pass through */
     int state = __atomic_load_n(&g.state, __ATOMIC_ACQUIRE);
     if (UNLIKELY(state != TL_OMP_STATE_MANAGED)) {
-        if (state == TL_OMP_STATE_INIT || tl_rm_coarse_ns() >= __atomic_load_n(&g.next_probe_ns, __ATOMIC_RELAXED)) {
+        if (state == TL_OMP_STATE_INIT || tl_rm_client_probe_due(&g.rm, tl_rm_coarse_ns())) {
             unsigned request = specified ? specified : (unsigned)real.get_max_threads();
             state = attach(request ? request : 1);
         }
@@ -734,12 +612,12 @@ static inline unsigned decide(unsigned specified, int *managed, uint64_t *t0)
         return specified; /* the program asked for exact sizes */
     }
     uint64_t now = tl_rm_coarse_ns();
-    const tl_rm_header *h = g.arena.hdr;
-    if (UNLIKELY(!manager_ok(h, now)))
-        return unmanaged_team(__atomic_load_n(&g.state, __ATOMIC_ACQUIRE), specified);
-    tl_rm_slot *s = g.my;
-    if (UNLIKELY(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE ||
-                 __atomic_load_n(&g.generation, __ATOMIC_RELAXED) != __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE))) {
+    int why = tl_rm_client_check(&g.rm, now);
+    if (UNLIKELY(why != TL_RM_CLIENT_MANAGED)) {
+        if (why != TL_RM_CLIENT_REPLACED) {
+            fall_back(why);
+            return unmanaged_team(__atomic_load_n(&g.state, __ATOMIC_ACQUIRE), specified);
+        }
         /* Our slot was freed, or a new manager adopted the arena: register
          * again on the slow path (it keeps a slot that is still ours). */
         pthread_mutex_lock(&g.lock);
@@ -748,31 +626,20 @@ static inline unsigned decide(unsigned specified, int *managed, uint64_t *t0)
         pthread_mutex_unlock(&g.lock);
         if (st != TL_OMP_STATE_MANAGED)
             return unmanaged_team(st, specified);
-        s = g.my;
     }
     sync_dyn();
     unsigned request = specified ? specified : (unsigned)real.get_max_threads();
     if (request == 0)
         request = 1;
-    if (UNLIKELY(__atomic_load_n(&s->requested, __ATOMIC_RELAXED) != request))
-        __atomic_store_n(&s->requested, request, __ATOMIC_RELAXED);
-    unsigned alloc = 1;
-    int answered = g.answered;
-    if (UNLIKELY(!answered) && __atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) != g.epoch0)
-        g.answered = answered = 1; /* stored once, not at every region */
-    if (LIKELY(answered)) {
-        alloc = __atomic_load_n(&s->alloc, __ATOMIC_ACQUIRE);
-        if (alloc == 0)
-            alloc = 1;
-    }
+    unsigned alloc = tl_rm_client_request(&g.rm, request);
+    if (UNLIKELY(alloc == 0))
+        alloc = 1; /* not answered yet: the master alone */
     unsigned team = request < alloc ? request : alloc;
     /* A region that may outlast a quantum cannot follow the allocation at
      * its boundary: it runs its request, and the watcher moves its CPUs. */
     if (__atomic_load_n(&g.long_regions, __ATOMIC_RELAXED))
         team = request;
-    __atomic_store_n(&s->last_team, team, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->heartbeat_ns, now, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->regions, __atomic_load_n(&s->regions, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    tl_rm_client_ran(&g.rm, team, now);
     *managed = 1;
     *t0 = now;
     return team;
@@ -809,7 +676,7 @@ static void pin_self(const pin_frame *f, int tid)
     if (f->ncpus) {
         CPU_SET((unsigned)f->cpu[(unsigned)tid % f->ncpus], &set);
     } else {
-        const tl_rm_cpuset *all = &g.arena.hdr->cpus;
+        const tl_rm_cpuset *all = &g.rm.arena.hdr->cpus;
         for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
             if (tl_rm_cpuset_has(all, c))
                 CPU_SET(c, &set);
@@ -841,7 +708,7 @@ static int pin_prepare(pin_frame *f, tl_fn fn, void *data)
         return 0;
     tl_rm_cpuset cpus;
     uint32_t epoch;
-    tl_rm_read_alloc(g.my, NULL, NULL, &epoch, &cpus);
+    tl_rm_read_alloc(g.rm.my, NULL, NULL, &epoch, &cpus);
     f->fn = fn;
     f->data = data;
     f->epoch = epoch;
@@ -1035,10 +902,7 @@ EXPORT void GOMP_parallel_sections_start(tl_fn fn, void *data, unsigned num_thre
 static void after_fork_child(void)
 {
     /* The child is another process: the parent's slot is not its own. */
-    g.slot = -1;
-    g.my = NULL;
-    g.answered = 0;
-    g.pid = getpid();
+    tl_rm_client_after_fork(&g.rm);
     pthread_mutex_init(&g.lock, NULL);
     pthread_mutex_init(&co.lock, NULL);
     shim_confine_after_fork();
@@ -1053,14 +917,14 @@ __attribute__((constructor)) static void shim_init(void)
     g.disabled = env_flag("THREADLAB_OMP_DISABLE");
     g.pin = env_flag("THREADLAB_OMP_PIN");
     g.quiet = env_flag("THREADLAB_OMP_QUIET");
-    g.probe_ns = env_ms("THREADLAB_OMP_PROBE_MS", 1000) * UINT64_C(1000000);
-    g.wait_ns = env_ms("THREADLAB_OMP_WAIT_MS", 50) * UINT64_C(1000000);
-    g.pid = getpid();
+    g.rm.probe_ns = env_ms("THREADLAB_OMP_PROBE_MS", 1000) * UINT64_C(1000000);
+    g.rm.wait_ns = env_ms("THREADLAB_OMP_WAIT_MS", 50) * UINT64_C(1000000);
+    g.rm.flags = g.pin ? TL_RM_APP_PINNED : 0;
+    g.rm.notice = shim_notice;
     pthread_atfork(NULL, NULL, after_fork_child);
 }
 
 __attribute__((destructor)) static void shim_fini(void)
 {
-    if (g.mapped && g.slot >= 0 && g.pid == getpid())
-        tl_rm_release(&g.arena, g.slot);
+    tl_rm_client_release(&g.rm);
 }

@@ -1,9 +1,18 @@
 /* main.c - threadlab-bench-omp-RUNTIME: the OpenMP directive suite on one
  * runtime (docs/omp-suite.md).  What a runtime is comes from the build
  * (CMakeLists.txt): OMPB_MODEL names it, OMPB_LIBRARY is what the path of
- * the library providing GOMP_parallel must contain, and a runtime that is
+ * the library providing GOMP_parallel must contain, a runtime that is
  * preloaded gives OMPB_PRELOAD (a library of build/lib) and OMPB_PRELOAD_ENV
- * (its settings, "NAME=VALUE ..."). */
+ * (its settings, "NAME=VALUE ..."), and OMPB_ULT says its OpenMP threads
+ * are user-level threads on virtual processors (VPs).
+ *
+ * Placement on a runtime of user-level threads: an OpenMP thread has no
+ * CPU of its own; it runs on whichever VP takes it, and the VPs are the
+ * kernel threads the kernel places.  So different-cpus places the VPs:
+ * the program re-executes itself with the slots' CPUs as its CPU mask and
+ * OMP_PROC_BIND=true (the runtime starts one VP per CPU of its mask and
+ * binds VP i to the i-th), and a thread's CPU is the CPU of the VP running
+ * it when asked. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -15,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ompb.h"
@@ -104,6 +114,21 @@ static const char *runtime_library(void)
     return info.dli_fname;
 }
 
+#ifdef OMPB_ULT
+/* The mask the re-executed program starts with: the slots' CPUs when they
+ * are placed (its runtime binds one VP to each), else the program's own. */
+static void ult_start_mask(const tl_ctx *ctx, cpu_set_t *mask)
+{
+    if (ctx->placement == TL_PLACE_UNBOUND || ctx->nslots == 0)
+        return;
+    CPU_ZERO(mask);
+    for (unsigned i = 0; i < ctx->nslots; i++)
+        if (ctx->cpu[i] >= 0)
+            CPU_SET(ctx->cpu[i], mask);
+    setenv("OMP_PROC_BIND", "true", 1);
+}
+#endif
+
 #ifdef OMPB_PRELOAD
 /* Re-executes the program with the runtime preloaded, before anything is
  * printed.  Returns only when that is impossible (unsupported, or failed). */
@@ -144,6 +169,9 @@ static int preload_runtime(tl_ctx *ctx)
     snprintf(preload, sizeof preload, "%s%s%s", library, old && *old ? ":" : "", old && *old ? old : "");
     setenv("LD_PRELOAD", preload, 1);
     setenv(OMPB_REEXEC_ENV, "1", 1);
+#ifdef OMPB_ULT
+    ult_start_mask(ctx, &start_mask);
+#endif
     if (sched_setaffinity(0, sizeof start_mask, &start_mask) != 0) {
         tl_fail(ctx, "cannot restore the CPU mask before re-executing: %s", strerror(errno));
         return -1;
@@ -176,12 +204,14 @@ int ompb_open(tl_ctx *ctx, ompb_run *run)
 {
     memset(run, 0, sizeof *run);
     run->ctx = ctx;
-    int rc = runtime_in_place(ctx);
-    if (rc != 0)
-        return rc;
+    /* The slots first: a runtime that is preloaded may need them to start
+     * (OMPB_ULT). */
     long n = tl_param_long(ctx, "threads", 1, TL_MAX_SLOTS);
     if (tl_require_threads(ctx, (unsigned)n) != 0)
         return 1;
+    int rc = runtime_in_place(ctx);
+    if (rc != 0)
+        return rc;
     run->n = (int)n;
     run->t = aligned_alloc(TL_CACHE_LINE, (size_t)n * sizeof *run->t);
     if (!run->t) {
@@ -204,8 +234,10 @@ int ompb_open(tl_ctx *ctx, ompb_run *run)
     }
 #pragma omp parallel num_threads(run->n)
     tl_do_not_optimize(omp_get_thread_num());
+#ifndef OMPB_ULT
 #pragma omp parallel num_threads(run->n)
     tl_bind_self(ctx, (unsigned)omp_get_thread_num());
+#endif
     calibrate_delay(run);
     return 0;
 }
@@ -216,21 +248,67 @@ void ompb_close(ompb_run *run)
     run->t = NULL;
 }
 
+#ifdef OMPB_ULT
+/* The one CPU the calling kernel thread (a VP) is bound to, if it runs
+ * there; else -1.  Both asked of the kernel: glibc's sched_getcpu() reads
+ * the CPU from the thread's rseq area, in TLS, and a ULT wearing another
+ * kernel thread's TLS (libthreadlab-gomp's identities) would read that
+ * thread's. */
+static int vp_bound_cpu(void)
+{
+    cpu_set_t mask;
+    unsigned cpu;
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0 || CPU_COUNT(&mask) != 1 ||
+        syscall(SYS_getcpu, &cpu, NULL, NULL) != 0)
+        return -1;
+    return cpu < CPU_SETSIZE && CPU_ISSET(cpu, &mask) ? (int)cpu : -1;
+}
+
+/* Each thread's VP bound to one CPU of the slots, and no two VPs to the
+ * same CPU. */
+static void ult_verify_vps(ompb_run *run)
+{
+    const tl_ctx *ctx = run->ctx;
+    for (int i = 0; i < run->n; i++) {
+        int inside = 0;
+        for (unsigned k = 0; k < ctx->nslots; k++)
+            inside |= run->t[i].vp_cpu >= 0 && ctx->cpu[k] == run->t[i].vp_cpu;
+        for (int j = 0; j < i && inside; j++)
+            if (run->t[j].vp_tid != run->t[i].vp_tid && run->t[j].vp_cpu == run->t[i].vp_cpu)
+                inside = 0;
+        if (!inside)
+            run->t[i].misplaced++;
+    }
+}
+#endif
+
 void ompb_verify_team(ompb_run *run)
 {
     int team = 0;
     const tl_ctx *ctx = run->ctx;
+    int placed = ctx->placement != TL_PLACE_UNBOUND;
 #pragma omp parallel num_threads(run->n)
     {
         int id = omp_get_thread_num();
         if (id == 0)
             team = omp_get_num_threads();
-        int cpu = id < (int)ctx->nslots ? ctx->cpu[id] : -1;
+#ifdef OMPB_ULT
+        if (placed) {
+            run->t[id].vp_tid = syscall(SYS_gettid);
+            run->t[id].vp_cpu = vp_bound_cpu();
+        }
+#else
+        int cpu = placed && id < (int)ctx->nslots ? ctx->cpu[id] : -1;
         if (cpu >= 0 && sched_getcpu() != cpu)
             run->t[id].misplaced++;
+#endif
     }
     if (team < run->n)
         run->small_teams++;
+#ifdef OMPB_ULT
+    if (placed)
+        ult_verify_vps(run);
+#endif
 }
 
 uint64_t ompb_work(const ompb_run *run)
@@ -253,8 +331,14 @@ void ompb_checks(ompb_run *run, const char *what)
         uint64_t misplaced = 0;
         for (int i = 0; i < run->n; i++)
             misplaced += run->t[i].misplaced;
+#ifdef OMPB_ULT
+        tl_check(ctx, "placement_team", misplaced == 0, (double)misplaced,
+                 "%llu times a team thread was found on a VP not bound to one CPU of its own among the "
+                 "placement's after a timing", (unsigned long long)misplaced);
+#else
         tl_check(ctx, "placement_team", misplaced == 0, (double)misplaced,
                  "%llu times a team thread was found off its CPU after a timing", (unsigned long long)misplaced);
+#endif
     }
     const char *library = runtime_library();
     tl_check(ctx, "runtime", library && strstr(library, OMPB_LIBRARY), NAN, "GOMP_parallel from %s (%s expected)",
@@ -268,9 +352,37 @@ void ompb_checks(ompb_run *run, const char *what)
 
 static const tl_bench *const families[] = {ompb_sync, ompb_sched, ompb_task};
 
+#ifdef OMPB_ULT
+/* The re-executed program of a placed point: OMP_PROC_BIND makes libgomp's
+ * constructor (libgomp is loaded, though not used) bind the initial thread
+ * to its first place before main; the program's CPUs are all the places. */
+static void ult_widen_main_thread(void)
+{
+    if (!getenv(OMPB_REEXEC_ENV) || omp_get_num_places() <= 0)
+        return;
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    int ids[CPU_SETSIZE];
+    for (int p = 0; p < omp_get_num_places(); p++) {
+        int k = omp_get_place_num_procs(p);
+        if (k <= 0 || k > CPU_SETSIZE)
+            continue;
+        omp_get_place_proc_ids(p, ids);
+        for (int i = 0; i < k; i++)
+            if (ids[i] >= 0 && ids[i] < CPU_SETSIZE)
+                CPU_SET(ids[i], &mask);
+    }
+    if (CPU_COUNT(&mask) > 0)
+        sched_setaffinity(0, sizeof mask, &mask);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     saved_argv = argv;
+#ifdef OMPB_ULT
+    ult_widen_main_thread();
+#endif
     if (sched_getaffinity(0, sizeof start_mask, &start_mask) != 0)
         CPU_ZERO(&start_mask);
     return tl_main_families(argc, argv, families, sizeof families / sizeof families[0]);

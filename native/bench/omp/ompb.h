@@ -23,6 +23,11 @@ typedef struct {
     uint64_t early;   /* barrier passes before its neighbour arrived */
     _Atomic uint64_t arrived;
     uint64_t misplaced; /* timings after which it was not on its CPU */
+    /* A runtime of user-level threads (OMPB_ULT): the virtual processor
+     * (kernel thread) that ran it in the latest check, and the one CPU that
+     * VP is bound to (-1: none, or more than one). */
+    long vp_tid;
+    int vp_cpu;
 } TL_ALIGNED_CACHE_LINE ompb_thread;
 
 /* One point: the team, the delay, what the checks count. */
@@ -62,7 +67,9 @@ int ompb_open(tl_ctx *ctx, ompb_run *run);
 void ompb_close(ompb_run *run);
 
 /* After each timing, outside it: a region that checks the team's size and
- * that every thread still runs on its CPU. */
+ * that every thread still runs on its CPU (on a runtime of user-level
+ * threads: that the VP running it is bound to one CPU of the placement,
+ * no other VP to the same one). */
 void ompb_verify_team(ompb_run *run);
 
 /* The checks every record has (team, placement, runtime), and `work`: the

@@ -7,6 +7,15 @@
  *   for            a worksharing loop of n iterations (one delay each) in
  *                  a region that encloses the whole timing
  *   parallel_for   a combined parallel for of n iterations
+ *   parallel_for_dynamic  a combined parallel for with schedule(dynamic)
+ *                  of a constant COMBINED_ITERS iterations: GCC calls the
+ *                  runtime's combined-loop entry
+ *                  (GOMP_parallel_loop_nonmonotonic_dynamic) only for
+ *                  constant bounds; otherwise, and for the static
+ *                  parallel_for, it calls GOMP_parallel and runs the loop
+ *                  inside.  The reference is ceil(COMBINED_ITERS / n)
+ *                  delays, the work of the busiest thread when the loop
+ *                  is shared at best
  *   barrier        each thread: the delay, then a barrier
  *   single         a single construct running the delay
  *   critical       each thread: the delay inside a critical section
@@ -16,6 +25,9 @@
  *                  reference is the plain update, no delay)
  *   reduction      a parallel region with reduction(+), each thread
  *                  adding 1 after the delay
+ *   nested         each thread of a region enclosing the timing opens a
+ *                  nested parallel region of n threads that each run the
+ *                  delay (not EPCC's: issue 14's measure of nested teams)
  */
 #define _GNU_SOURCE
 #include <omp.h>
@@ -25,11 +37,13 @@
 #include "ompb.h"
 
 typedef enum {
-    C_PARALLEL, C_FOR, C_PARALLEL_FOR, C_BARRIER, C_SINGLE, C_CRITICAL, C_LOCK, C_ATOMIC, C_REDUCTION, C_COUNT
+    C_PARALLEL, C_FOR, C_PARALLEL_FOR, C_PARALLEL_FOR_DYNAMIC, C_BARRIER, C_SINGLE, C_CRITICAL, C_LOCK, C_ATOMIC,
+    C_REDUCTION, C_NESTED, C_COUNT
 } construct;
 
-static const char *const construct_names[] = {"parallel", "for",  "parallel_for", "barrier",  "single",
-                                              "critical", "lock", "atomic",       "reduction", NULL};
+static const char *const construct_names[] = {
+    "parallel", "for", "parallel_for", "parallel_for_dynamic", "barrier", "single", "critical", "lock", "atomic",
+    "reduction", "nested", NULL};
 
 typedef struct {
     construct c;
@@ -73,20 +87,28 @@ static double time_for(ompb_run *r, uint64_t iterations)
     return tl_ticks_to_ns(tl_now() - t0);
 }
 
-static double time_parallel_for(ompb_run *r, uint64_t iterations)
-{
-    long len = r->delay_length;
-    int n = r->n;
-    uint64_t t0 = tl_now();
-    for (uint64_t j = 0; j < iterations; j++) {
-#pragma omp parallel for num_threads(n)
-        for (int i = 0; i < n; i++) {
-            ompb_delay(len);
-            r->t[omp_get_thread_num()].work++;
-        }
+/* A combined parallel loop per iteration, of `bound` iterations that each
+ * run the delay. */
+#define COMBINED_TIMING(name, clause, bound)                                                                 \
+    static double name(ompb_run *r, uint64_t iterations)                                                    \
+    {                                                                                                       \
+        long len = r->delay_length;                                                                         \
+        int n = r->n;                                                                                       \
+        uint64_t t0 = tl_now();                                                                             \
+        for (uint64_t j = 0; j < iterations; j++) {                                                         \
+            _Pragma(clause)                                                                                 \
+            for (int i = 0; i < (bound); i++) {                                                             \
+                ompb_delay(len);                                                                            \
+                r->t[omp_get_thread_num()].work++;                                                          \
+            }                                                                                               \
+        }                                                                                                   \
+        return tl_ticks_to_ns(tl_now() - t0);                                                               \
     }
-    return tl_ticks_to_ns(tl_now() - t0);
-}
+
+#define COMBINED_ITERS 16
+
+COMBINED_TIMING(time_parallel_for, "omp parallel for num_threads(n)", n)
+COMBINED_TIMING(time_parallel_for_dynamic, "omp parallel for schedule(dynamic) num_threads(n)", COMBINED_ITERS)
 
 /* Each thread announces its arrival, and once through the barrier checks
  * that its neighbour had arrived at this episode too. */
@@ -205,6 +227,28 @@ static double time_reduction(ompb_run *r, uint64_t iterations)
     return tl_ticks_to_ns(tl_now() - t0);
 }
 
+/* The master of each nested team counts its team's threads for its outer
+ * thread: n x n per iteration when every nested team is whole. */
+static double time_nested(ompb_run *r, uint64_t iterations)
+{
+    long len = r->delay_length;
+    int n = r->n;
+    uint64_t t0 = tl_now();
+#pragma omp parallel num_threads(n)
+    {
+        ompb_thread *outer = &r->t[omp_get_thread_num()];
+        for (uint64_t j = 0; j < iterations; j++) {
+#pragma omp parallel num_threads(n)
+            {
+                ompb_delay(len);
+                if (omp_get_thread_num() == 0)
+                    outer->work += (uint64_t)omp_get_num_threads();
+            }
+        }
+    }
+    return tl_ticks_to_ns(tl_now() - t0);
+}
+
 static double sync_time(void *arg, uint64_t iterations)
 {
     ompb_run *r = arg;
@@ -214,16 +258,21 @@ static double sync_time(void *arg, uint64_t iterations)
     case C_PARALLEL: t = time_parallel(r, iterations); break;
     case C_FOR: t = time_for(r, iterations); break;
     case C_PARALLEL_FOR: t = time_parallel_for(r, iterations); break;
+    case C_PARALLEL_FOR_DYNAMIC: t = time_parallel_for_dynamic(r, iterations); break;
     case C_BARRIER: t = time_barrier(r, iterations); break;
     case C_SINGLE: t = time_single(r, iterations); break;
     case C_CRITICAL: t = time_critical(r, iterations); break;
     case C_LOCK: t = time_lock(r, iterations); break;
     case C_ATOMIC: t = time_atomic(r, iterations); break;
     case C_REDUCTION: t = time_reduction(r, iterations); break;
+    case C_NESTED: t = time_nested(r, iterations); break;
     default: break;
     }
     /* What every timing must have done, for the checks. */
-    uint64_t per = d->c == C_SINGLE ? 1 : (uint64_t)r->n;
+    uint64_t per = d->c == C_SINGLE                 ? 1
+                   : d->c == C_NESTED               ? (uint64_t)r->n * (uint64_t)r->n
+                   : d->c == C_PARALLEL_FOR_DYNAMIC ? COMBINED_ITERS
+                                                    : (uint64_t)r->n;
     r->expected += per * iterations;
     ompb_verify_team(r);
     return t;
@@ -237,6 +286,8 @@ static double sync_reference(void *arg, uint64_t iterations)
 {
     ompb_run *r = arg;
     const sync_data *d = r->data;
+    if (d->c == C_PARALLEL_FOR_DYNAMIC)
+        return ompb_delays(r, iterations * (uint64_t)((COMBINED_ITERS + r->n - 1) / r->n));
     if (d->c != C_ATOMIC)
         return ompb_delays(r, iterations * (d->c == C_CRITICAL || d->c == C_LOCK ? (uint64_t)r->n : 1));
     uint64_t actions = iterations * (uint64_t)r->n, scratch = 0;
@@ -275,6 +326,8 @@ static int sync_run(tl_ctx *ctx)
         return rc < 0 ? -1 : 0;
     r.data = &d;
     omp_init_lock(&d.lock);
+    if (d.c == C_NESTED)
+        omp_set_max_active_levels(2);
     int per_thread = d.c == C_CRITICAL || d.c == C_LOCK || d.c == C_ATOMIC;
     tl_measure_spec spec = {
         .metric = "overhead",
@@ -283,8 +336,8 @@ static int sync_run(tl_ctx *ctx)
         .reference = sync_reference,
         .actions_per_iteration = per_thread ? r.n : 1,
         /* The enclosing region's start and end, once per timing, stay a
-         * small part of it. */
-        .min_iterations = 256,
+         * small part of it (a nested region costs as much as they do). */
+        .min_iterations = d.c == C_NESTED ? 16 : 256,
     };
     rc = tl_measure(ctx, sync_time, &r, &spec);
     omp_destroy_lock(&d.lock);
@@ -303,6 +356,8 @@ static int sync_run(tl_ctx *ctx)
             for (int i = 1; i < r.n; i++)
                 r.t[i].work = 0;
             what = "the reductions' sums";
+        } else if (d.c == C_NESTED) {
+            what = "threads of the nested teams";
         }
         uint64_t early = 0;
         for (int i = 0; i < r.n; i++)
@@ -322,8 +377,9 @@ static int sync_run(tl_ctx *ctx)
 
 static const tl_param_def sync_params[] = {
     {.name = "construct",
-     .help = "parallel, for, parallel_for, barrier, single, critical, lock (omp_set_lock/omp_unset_lock), "
-             "atomic, reduction",
+     .help = "parallel, for, parallel_for, parallel_for_dynamic (schedule(dynamic), 16 iterations: the runtime's "
+             "combined-loop entry), barrier, single, critical, lock (omp_set_lock/omp_unset_lock), atomic, reduction, nested (a "
+             "region of n in each thread of a region of n)",
      .values = construct_names,
      .quick_values = construct_names},
     OMPB_THREADS_PARAM,

@@ -1040,6 +1040,11 @@ static void check_icvs(void)
            omp_get_max_active_levels());
     EXPECT(omp_get_num_procs() >= 1 && omp_get_wtick() > 0, "procs %d, wtick %g", omp_get_num_procs(),
            omp_get_wtick());
+    /* the process's CPUs, whatever libgomp's constructor did to the
+     * initial thread's mask (it binds it with OMP_PROC_BIND) */
+    if (getenv("CONFORMANCE_EXPECT_PROCS"))
+        EXPECT(omp_get_num_procs() == env_int("CONFORMANCE_EXPECT_PROCS", 0), "omp_get_num_procs %d, the process has %d",
+               omp_get_num_procs(), env_int("CONFORMANCE_EXPECT_PROCS", 0));
     double t0 = omp_get_wtime(), t1 = omp_get_wtime();
     EXPECT(t1 >= t0, "omp_get_wtime went back");
 

@@ -10,7 +10,14 @@
  *     allocation goes 4 -> 1 -> 2 -> 4: once the runtime has followed a
  *     change (its active VP count equals the allocation), no chunk starts
  *     on a stopped VP; after 4 the stopped VPs run chunks again; every
- *     iteration runs exactly once.
+ *     iteration runs exactly once;
+ *  3. inside one region, at allocation 1, the manager stops (as the
+ *     daemon does: STOPPED, the slots' epochs woken): the stopped VPs come
+ *     back before the region ends, and the process is unmanaged;
+ *  4. a new manager generation starts: the process joins it at a region
+ *     (it looks once a second); inside the next region, at allocation 1,
+ *     the manager dies (its heartbeat stops, its pid is gone): the VPs come
+ *     back within a quantum or so, while the region runs.
  *
  * Step 2 needs TLS identities (OpenMP threads are bound to VPs without
  * them, in the sanitizer builds): there it checks that the team is right
@@ -23,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "threadlab/rm.h"
@@ -47,6 +55,7 @@ static int failures;
 static tl_rm_arena A;
 static _Atomic unsigned want = 2;
 static _Atomic int mgr_running = 1;
+static _Atomic int beating = 1; /* the manager thread stamps the heartbeat */
 
 static void *manager(void *arg)
 {
@@ -54,6 +63,10 @@ static void *manager(void *arg)
     uint64_t known[64] = {0};
     while (__atomic_load_n(&mgr_running, __ATOMIC_ACQUIRE)) {
         tl_rm_header *h = A.hdr;
+        if (!__atomic_load_n(&beating, __ATOMIC_ACQUIRE)) {
+            usleep(300);
+            continue;
+        }
         __atomic_store_n(&h->manager_heartbeat_ns, tl_rm_now_ns(), __ATOMIC_RELEASE);
         unsigned w = __atomic_load_n(&want, __ATOMIC_ACQUIRE);
         tl_rm_cpuset cpus;
@@ -145,6 +158,77 @@ static void *phases(void *arg)
     return NULL;
 }
 
+/* ---- steps 3 and 4: the manager lost while a region runs ------------------- */
+
+static _Atomic int region_done;
+
+/* Dynamic chunks (safe points) until told to end. */
+static void busy_region(void)
+{
+#pragma omp parallel num_threads(4)
+    {
+        long s, e;
+        bool more = GOMP_loop_dynamic_start(0, 1L << 40, 1, 1, &s, &e);
+        while (more && !__atomic_load_n(&region_done, __ATOMIC_ACQUIRE)) {
+            spin_us(20);
+            more = GOMP_loop_dynamic_next(&s, &e);
+        }
+        GOMP_loop_end_nowait();
+    }
+}
+
+/* The manager as the daemon stops: STOPPED, then every slot's epoch woken. */
+static void stop_manager(void)
+{
+    __atomic_store_n(&beating, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&A.hdr->manager_state, TL_RM_MANAGER_STOPPED, __ATOMIC_RELEASE);
+    for (unsigned i = 0; i < A.nslots; i++)
+        tl_rm_futex_wake(&A.slots[i].epoch, 1 << 30);
+}
+
+/* A pid that no process has: a child that exited and was reaped. */
+static pid_t dead_pid(void)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    int status;
+    waitpid(pid, &status, 0);
+    return pid;
+}
+
+static _Atomic int lost_ok;
+
+static void *lose_manager(void *arg)
+{
+    int how = *(const int *)arg; /* 0 stops, 1 dies */
+    __atomic_store_n(&want, 1, __ATOMIC_RELEASE);
+    wait_active(1);
+    if (how == 0) {
+        stop_manager();
+    } else {
+        __atomic_store_n(&A.hdr->manager_pid, dead_pid(), __ATOMIC_RELEASE);
+        __atomic_store_n(&beating, 0, __ATOMIC_RELEASE);
+    }
+    /* quantum 50 ms: the loss is seen within a quantum + 25 ms of the last
+     * heartbeat (a stop at once); generous for a loaded machine */
+    wait_active(4);
+    __atomic_store_n(&lost_ok, threadlab_gomp_active_vps() == 4 && !threadlab_gomp_managed(), __ATOMIC_RELEASE);
+    __atomic_store_n(&region_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void lose_in_region(int how)
+{
+    pthread_t t;
+    __atomic_store_n(&region_done, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&lost_ok, 0, __ATOMIC_RELEASE);
+    pthread_create(&t, NULL, lose_manager, &how);
+    busy_region();
+    pthread_join(t, NULL);
+    CHECK(__atomic_load_n(&lost_ok, __ATOMIC_ACQUIRE));
+}
+
 int main(void)
 {
     char name[128], err[512];
@@ -179,10 +263,11 @@ int main(void)
     CHECK(team == 2);
     CHECK(threadlab_gomp_active_vps() == 2);
 
-    /* 2. a region of 4 threads while the allocation changes */
+    /* 2. a region of 4 threads while the allocation changes (followed
+     * between regions too) */
     __atomic_store_n(&want, 4, __ATOMIC_RELEASE);
     omp_set_dynamic(0);
-    wait_active(2); /* nothing changes between regions */
+    wait_active(4);
     int identity = threadlab_gomp_tls_mode() == 0;
     pthread_t ph;
     int team2 = 0;
@@ -213,6 +298,24 @@ int main(void)
     } else {
         printf("(vp mode: OpenMP threads are bound to VPs; the VP bounds are not checked)\n");
     }
+
+    /* 3. the manager stops while a region runs */
+    lose_in_region(0);
+
+    /* 4. a new manager: joined at a region, then it dies while one runs */
+    __atomic_store_n(&want, 4, __ATOMIC_RELEASE);
+    __atomic_store_n(&A.hdr->manager_heartbeat_ns, tl_rm_now_ns(), __ATOMIC_RELEASE);
+    __atomic_store_n(&beating, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&A.hdr->generation, 1, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&A.hdr->manager_state, TL_RM_MANAGER_RUNNING, __ATOMIC_RELEASE);
+    double until = omp_get_wtime() + 20;
+    while (!threadlab_gomp_managed() && omp_get_wtime() < until) {
+#pragma omp parallel num_threads(2)
+        (void)omp_get_thread_num();
+        usleep(20000);
+    }
+    CHECK(threadlab_gomp_managed() == 1);
+    lose_in_region(1);
     __atomic_store_n(&mgr_running, 0, __ATOMIC_RELEASE);
     pthread_join(mgr, NULL);
     tl_rm_unlink(name);

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import REAL_NATIVE_DIR
 from rmtools import NCPUS, RM, Lab, Program, lab, native_env, poll  # noqa: F401
-from threadlab import rm
+from threadlab.native import rm
 
 NPB = REAL_NATIVE_DIR / "threadlab-npb"
 ULT = REAL_NATIVE_DIR.parent / "lib" / "libthreadlab-gomp.so"
@@ -32,16 +32,22 @@ def _kernel(lab: Lab, manager: rm.Manager, kernel: str, size: str) -> Program:
     unmodified program runs), asking for 2 threads, under the manager."""
     env = {**os.environ, "LD_PRELOAD": str(ULT), "OMP_NUM_THREADS": "2", rm.DIR_ENV: str(manager.directory),
            rm.ARENA_ENV: manager.arena}
-    program = Program([str(NPB), kernel, "--size", size], env)
+    program = Program([str(NPB), "--run", f"study.multiprog.{kernel}", "--param", f"size={size}"], env)
     lab.programs.append(program)
     return program
 
 
 def _result(program: Program) -> tuple[int, dict[str, Any], list[str]]:
+    """The exit status, the record's extras with `verified` (its check) and
+    `teams` as a set of team sizes, and standard error."""
     code, out, err = program.finish(timeout=120)
     lines = [line for line in out if line.startswith("{")]
-    assert lines, f"no result line; stdout {out[-5:]}, stderr {err[-5:]}"
-    return code, json.loads(lines[-1]), err
+    assert lines, f"no record; stdout {out[-5:]}, stderr {err[-5:]}"
+    record = json.loads(lines[-1])
+    data = dict(record["extra"])
+    data["verified"] = [c["ok"] for c in record["checks"] if c["name"] == "verified"] == [True]
+    data["teams"] = {entry.split(":")[0] for entry in data["teams"].split(",") if entry}
+    return code, data, err
 
 
 TWO_CPUS = sorted(os.sched_getaffinity(0))[:2]
@@ -62,7 +68,7 @@ def test_two_kernels_verify_while_their_allocations_change(lab: Lab) -> None:
         code, data, err = _result(program)
         assert code == 0 and data["verified"] is True, (name, data, err)
         # the ULT runtime served it, under the manager to the end
-        assert "libthreadlab-gomp" in data["runtime"] and data["managed"] is True, (name, data)
+        assert "libthreadlab-gomp" in data["runtime"] and data["managed"] == "yes", (name, data)
         assert not [line for line in err if "threadlab-gomp" in line], err  # nothing to report
         results[name] = data
     # each followed its allocation at its region boundaries: sp ran teams
@@ -79,7 +85,7 @@ def test_a_manager_stopped_mid_run_leaves_the_kernel_unmanaged_and_right(lab: La
     manager.stop()
     code, data, err = _result(program)
     assert code == 0 and data["verified"] is True, (data, err)
-    assert data["managed"] is False  # every VP active again, until a manager comes back
+    assert data["managed"] == "no"  # every VP active again, until a manager comes back
     notices = [line for line in err if line.startswith("threadlab-gomp[")]
     assert notices == [f"threadlab-gomp[{program.pid}]: the resource manager stopped; running unmanaged "
                        "(every VP active)"], err

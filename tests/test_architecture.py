@@ -127,6 +127,21 @@ def test_native_programs_are_found_in_one_place() -> None:
     assert offenders == []
 
 
+def test_children_are_started_in_one_place() -> None:
+    """Only native/process.py starts a program (Popen, run, fork, exec,
+    spawn, system); the others use its functions and may name
+    subprocess's constants and exceptions."""
+    pattern = re.compile(r"\bsubprocess\.(Popen|run|call|check_call|check_output|getoutput|getstatusoutput)\b"
+                         r"|\bos\.(fork|forkpty|exec\w*|spawn\w*|posix_spawn\w*|system|popen)\s*\(")
+    offenders = [f"{path.relative_to(REPO)}:{number}"
+                 for path in PACKAGE.rglob("*.py") if path != PACKAGE / "native" / "process.py"
+                 for number, line in enumerate(path.read_text().splitlines(), start=1) if pattern.search(line)]
+    assert offenders == []
+    # the pattern sees what it should
+    assert pattern.search("child = subprocess.Popen(argv)") and pattern.search("os.execvpe(path, argv, env)")
+    assert not pattern.search("except subprocess.TimeoutExpired:")
+
+
 # ------------------------------------------------------------------ native
 
 CORE = REPO / "native" / "core"

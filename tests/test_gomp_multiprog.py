@@ -16,7 +16,7 @@ import pytest
 
 from conftest import REAL_NATIVE_DIR
 from rmtools import NCPUS, RM, Lab, Program, lab, native_env, poll  # noqa: F401
-from threadlab import rm
+from threadlab.native import rm
 
 NPB = REAL_NATIVE_DIR / "threadlab-npb"
 ULT = REAL_NATIVE_DIR.parent / "lib" / "libthreadlab-gomp.so"
@@ -32,7 +32,7 @@ def _kernel(lab: Lab, manager: rm.Manager, kernel: str, size: str) -> Program:
     unmodified program runs), asking for 2 threads, under the manager."""
     env = {**os.environ, "LD_PRELOAD": str(ULT), "OMP_NUM_THREADS": "2", rm.DIR_ENV: str(manager.directory),
            rm.ARENA_ENV: manager.arena}
-    program = Program([str(NPB), kernel, "--size", size], env)
+    program = Program([str(NPB), "--run", f"study.multiprog.{kernel}", "--param", f"size={size}"], env)
     lab.programs.append(program)
     return program
 
@@ -40,8 +40,16 @@ def _kernel(lab: Lab, manager: rm.Manager, kernel: str, size: str) -> Program:
 def _result(program: Program) -> tuple[int, dict[str, Any], list[str]]:
     code, out, err = program.finish(timeout=120)
     lines = [line for line in out if line.startswith("{")]
-    assert lines, f"no result line; stdout {out[-5:]}, stderr {err[-5:]}"
-    return code, json.loads(lines[-1]), err
+    assert lines, f"no record; stdout {out[-5:]}, stderr {err[-5:]}"
+    record = json.loads(lines[-1])  # threadlab-npb --run: one record (docs/study-multiprog.md)
+    extra = record["extra"]
+    data = {
+        "verified": next(c["ok"] for c in record["checks"] if c["name"] == "verified"),
+        "runtime": extra["runtime"],
+        "managed": {"yes": True, "no": False}.get(extra["managed"]),
+        "teams": dict(part.split(":") for part in (extra["teams"] or "").split(",") if part),
+    }
+    return code, data, err
 
 
 TWO_CPUS = sorted(os.sched_getaffinity(0))[:2]

@@ -215,7 +215,8 @@ def native_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The real build, which conftest's autouse fixture hides."""
     monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(REAL_NATIVE_DIR))
     for name in ("LD_PRELOAD", "OMP_DYNAMIC", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS",
-                 "THREADLAB_OMP_PIN", "THREADLAB_OMP_QUIET", "THREADLAB_OMP_DYNAMIC_ORIG", rm.ARENA_ENV):
+                 "THREADLAB_OMP_PIN", "THREADLAB_OMP_QUIET", "THREADLAB_OMP_DYNAMIC_ORIG", "THREADLAB_GOMP_QUIET",
+                 rm.ARENA_ENV):
         monkeypatch.delenv(name, raising=False)
 
 

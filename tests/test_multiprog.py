@@ -23,6 +23,7 @@ import pytest
 from conftest import REAL_NATIVE_DIR, REPO, stored_records, wait_for_records
 from threadlab.records import schema
 from threadlab.errors import UserError
+from threadlab.native import rm
 from threadlab.study import multiprog, tables_multiprog
 
 NPB = REAL_NATIVE_DIR / "threadlab-npb"
@@ -30,9 +31,11 @@ RM = REAL_NATIVE_DIR / "threadlab-rm"
 SHIM = REAL_NATIVE_DIR.parent / "lib" / "libthreadlab-omp.so"
 needs_npb = pytest.mark.skipif(not os.access(NPB, os.X_OK), reason=f"threadlab-npb is not built in {REAL_NATIVE_DIR} "
                                "(run `make`; it needs OpenMP)")
-needs_all = pytest.mark.skipif(not (os.access(NPB, os.X_OK) and os.access(RM, os.X_OK) and SHIM.is_file()),
-                               reason=f"threadlab-npb, threadlab-rm or libthreadlab-omp.so is not built in "
-                               f"{REAL_NATIVE_DIR} (run `make`)")
+ULT = REAL_NATIVE_DIR.parent / "lib" / "libthreadlab-gomp.so"
+needs_all = pytest.mark.skipif(not (os.access(NPB, os.X_OK) and os.access(RM, os.X_OK) and SHIM.is_file()
+                                    and ULT.is_file()),
+                               reason=f"threadlab-npb, threadlab-rm, libthreadlab-omp.so or libthreadlab-gomp.so is "
+                               f"not built in {REAL_NATIVE_DIR} (run `make`)")
 FAKE = Path("/nonexistent/threadlab-npb")
 
 
@@ -125,7 +128,7 @@ def test_plan_defaults_quick_and_no_dedicated() -> None:
 @pytest.mark.parametrize("parse, text, named", [
     (multiprog.parse_apps, "cg,bt", ["'bt'", "ep, cg, mg, sp"]),
     (multiprog.parse_apps, "cg,", ["empty"]),
-    (multiprog.parse_baselines, "rm,pgi", ["'pgi'", "rm, gomp, passive, dynamic, static"]),
+    (multiprog.parse_baselines, "rm,pgi", ["'pgi'", "rm, ult, gomp, passive, dynamic, static"]),
     (multiprog.parse_degrees, "0,2", ["'0'", "from 1 to 64"]),
     (multiprog.parse_degrees, "1,65", ["'65'", "from 1 to 64"]),
     (multiprog.parse_degrees, "4-2", ["'4-2'"]),
@@ -546,7 +549,7 @@ def test_quick_study_end_to_end_with_show_and_report(db_path: Path, tmp_path: Pa
     scenarios = {(r["params"]["scenario"], r["model"]): r for r in records
                  if r["metric"] == "turnaround" and "scenario" in r["params"]}
     assert {name for name, _ in scenarios} == set(multiprog.SCENARIOS)
-    assert {b for (name, b) in scenarios if name == "stop"} == {"rm", "passive"}
+    assert {b for (name, b) in scenarios if name == "stop"} == {"rm", "ult", "passive"}
     for (name, baseline), record in scenarios.items():
         assert next(c for c in record["checks"] if c["name"] == "verified")["ok"], record["checks"]
         if baseline == "rm":  # managed throughout, or cooperative once the manager stopped
@@ -559,11 +562,15 @@ def test_quick_study_end_to_end_with_show_and_report(db_path: Path, tmp_path: Pa
         assert next(c for c in record["checks"] if c["name"] == "verified")["ok"]
         extra = record["extra"]
         assert 1 <= extra["team_min"] <= extra["team_max"] <= ncpus
-        if record["model"] == "rm":
+        if record["model"] in ("rm", "ult") and "degree" in record["params"]:
             assert next(c for c in record["checks"] if c["name"] == "managed")["ok"]
+        if record["model"] == "ult":  # really on libthreadlab-gomp, not fallen back to libgomp
+            assert next(c for c in record["checks"] if c["name"] == "runtime")["ok"]
+            assert extra["runtime"] == "libthreadlab-gomp.so"
         if record["model"] == "static" and ncpus == 2 and record["params"].get("degree") == "2":
             assert extra["team_max"] == 1  # each instance's share is one CPU
-    for text in ("the seed's Table 1", "the seed's Table 2", "Against plain libgomp"):
+    for text in ("the seed's Table 1", "the seed's Table 2", "Against plain libgomp",
+                 "OpenMP on user-level threads against the shim"):
         assert text in done.stdout
     with sqlite3.connect(db_path) as connection:
         options, status = connection.execute("SELECT options, status FROM runs").fetchone()
@@ -657,3 +664,78 @@ print(json.dumps(record))
     verified = next(c for c in records[0]["checks"] if c["name"] == "verified")
     assert not verified["ok"] and "1 of 1 experiments" in verified["detail"] and "did not verify" in verified["detail"]
     assert "!" in out  # the table marks the cell
+
+
+# ------------------------------------------------ ult: libthreadlab-gomp under the manager
+
+
+@needs_all
+def test_launches_of_the_ult_baseline(monkeypatch: pytest.MonkeyPatch, real_native: Path) -> None:
+    # the kernels through the launcher on libthreadlab-gomp, under the
+    # experiment's private manager, every instance asking for every CPU; the
+    # user's preloaded runtimes and THREADLAB_GOMP_* do not leak in
+    monkeypatch.setenv("LD_PRELOAD", "/somewhere/libthreadlab-gomp.so:/x/libother.so")
+    monkeypatch.setenv("THREADLAB_GOMP_VPS", "7")
+    plan = multiprog.make_plan(program=FAKE, apps=["cg"], baselines=["ult"], cpus=[0, 1], seed=1)
+    starts = multiprog.launches(multiprog.Cell(0, "cg", "ult", 2, 2, False), plan, Path("/run/private-rm"))
+    assert len(starts) == 2
+    for launch in starts:
+        assert launch.argv[:3] == [str(real_native / rm.LAUNCHER), "--runtime", "ult"]
+        assert launch.argv[3:] == ["--quiet", "--", str(FAKE), "--run", "study.multiprog.cg", "--param", "size=W"]
+        assert launch.env["OMP_NUM_THREADS"] == "2" and launch.env[rm.DIR_ENV] == "/run/private-rm"
+        assert launch.env["LD_PRELOAD"] == "/x/libother.so" and "THREADLAB_GOMP_VPS" not in launch.env
+    shim = multiprog.launches(multiprog.Cell(0, "cg", "rm", 1, 2, False), plan, Path("/run/private-rm"))
+    assert "--runtime" not in shim[0].argv  # rm: the shim, the launcher's default
+    assert multiprog.MANAGED_BASELINES == {"rm": "shim", "ult": "ult"}
+
+
+def _ult_cell(runtimes: list[str], managed: list[bool]) -> multiprog.Cell:
+    cell = multiprog.Cell(0, "ep", "ult", len(runtimes), 2, False)
+    instances = [multiprog.Instance(1.0, 0, True, {"verified": True, "runtime": r, "managed": m, "quantity": "sx",
+                                                   "tolerance": 1e-8}, 1, 1) for r, m in zip(runtimes, managed)]
+    multiprog.record_experiment(cell, multiprog.Experiment("ok", None, instances, 1.0))
+    return cell
+
+
+def test_a_ult_instance_on_another_runtime_or_unmanaged_fails_its_check() -> None:
+    plan = multiprog.make_plan(program=FAKE, apps=["ep"], baselines=["ult"], degrees=[2], runs=1, seed=1, cpus=[0, 1])
+    ult = "/b/lib/libthreadlab-gomp.so"
+    good = multiprog.cell_records(_ult_cell([ult, ult], [True, True]), plan)[0]
+    assert {c["name"]: c["ok"] for c in good["checks"]} == {"verified": True, "runtime": True, "managed": True}
+    assert good["extra"]["runtime"] == "libthreadlab-gomp.so"
+    fell_back = multiprog.cell_records(_ult_cell([ult, "/usr/lib/x86_64-linux-gnu/libgomp.so.1"], [True, True]),
+                                       plan)[0]
+    check = next(c for c in fell_back["checks"] if c["name"] == "runtime")
+    assert check["ok"] is False and "1 of 2 instances ran on another runtime" in check["detail"]
+    assert "libgomp.so.1" in check["detail"]
+    unmanaged = multiprog.cell_records(_ult_cell([ult, ult], [True, False]), plan)[0]
+    assert next(c for c in unmanaged["checks"] if c["name"] == "managed")["ok"] is False
+
+
+def test_ult_against_rm_target_rows_and_table(capsys: pytest.CaptureFixture[str]) -> None:
+    # EP (long regions): 0.8 of rm's turnaround meets "15% lower"; CG: 1.1 is worse than rm;
+    # the late arrival: 0.9 does not meet "15% lower".  Measured, never asserted elsewhere.
+    plan = multiprog.make_plan(program=FAKE, apps=["ep", "cg"], baselines=["rm", "ult"], degrees=[2], runs=3,
+                               seed=1, cpus=[0, 1], size="small")
+    cells = [
+        _cell("ep", "rm", 2, [1.0, 1.1, 1.2]), _cell("ep", "ult", 2, [0.8, 0.88, 0.96]),
+        _cell("cg", "rm", 2, [1.0, 1.1, 1.2]), _cell("cg", "ult", 2, [1.1, 1.21, 1.32]),
+        _scenario_cell("late", "rm", [[1.0, 1.0], [3.0, 3.0]]), _scenario_cell("late", "ult", [[0.9, 0.9], [2.7, 2.7]]),
+    ]
+    records = [record for cell in cells for record in multiprog.cell_records(cell, plan)]
+    targets = {(t.kernel, t.scenario): t for t in tables_multiprog.ult_targets(tables_multiprog.collect(records))}
+    assert targets[("ep", None)].ratio == pytest.approx(0.8) and targets[("ep", None)].met
+    assert targets[("ep", None)].bound == pytest.approx(0.85)
+    assert targets[("cg", None)].ratio == pytest.approx(1.1) and not targets[("cg", None)].met
+    assert targets[("cg", None)].bound == 1.0
+    assert targets[(None, "late")].ratio == pytest.approx(0.9) and not targets[(None, "late")].met
+    rows = tables_multiprog.summary_rows(records)
+    ep_ult = next(r for r in rows if r.get("kernel") == "ep" and r["baseline"] == "ult")
+    assert ep_ult["ratio_to_rm"] == pytest.approx(0.8) and ep_ult["ult_target_met"] is True
+    assert "ratio_to_rm" not in next(r for r in rows if r.get("kernel") == "ep" and r["baseline"] == "rm")
+    from rich.console import Console
+
+    tables_multiprog.render(Console(width=250, force_terminal=False), records, title="ult")
+    out = capsys.readouterr().out
+    assert "OpenMP on user-level threads against the shim" in out
+    assert "ep k=2" in out and "not met" in out and " met" in out

@@ -335,3 +335,78 @@ def test_the_shims_abi_header_matches_libgomp_and_the_shim() -> None:
     assert declared - exported_by_libgomp == set()
     shim_gomp = {s for s in _dynamic_symbols(SHIM) if s.startswith("GOMP_")}
     assert shim_gomp and shim_gomp - declared == set()
+
+
+# ------------------------------------------------ --runtime ult (libthreadlab-gomp)
+
+NPB = REAL_NATIVE_DIR / "threadlab-npb"
+ULT = REAL_NATIVE_DIR.parent / "lib" / rm.ULT_LIBRARY
+needs_ult = pytest.mark.skipif(not (os.access(NPB, os.X_OK) and ULT.is_file()),
+                               reason=f"threadlab-npb or {rm.ULT_LIBRARY} is not built in {REAL_NATIVE_DIR}")
+
+
+def _npb_record(program: Program) -> dict[str, Any]:
+    code, out, err = program.finish(timeout=120)
+    assert code == 0, f"exit status {code}; stderr {err[-5:]}"
+    records = [json.loads(line) for line in out if line.startswith("{")]
+    assert records, f"no record; stdout {out[-5:]}, stderr {err[-5:]}"
+    return records[-1]
+
+
+@needs_ult
+@pytest.mark.parametrize("managed", [False, True], ids=["unmanaged", "managed"])
+def test_omp_run_on_user_level_threads(lab: Lab, managed: bool) -> None:
+    # An unmodified OpenMP program (threadlab-npb links libgomp) on
+    # libthreadlab-gomp: GOMP_parallel comes from it, the kernel verifies,
+    # and under a manager the runtime says it is managed.
+    if managed:
+        lab.start_manager()
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
+    record = _npb_record(lab.omp_run(str(NPB), "--run", "study.multiprog.cg", "--param", "size=small", env=env,
+                                     options=("--runtime", "ult", "--quiet")))
+    assert Path(record["extra"]["runtime"]).name == rm.ULT_LIBRARY
+    assert record["checks"][0]["name"] == "verified" and record["checks"][0]["ok"] is True
+    assert record["extra"]["managed"] == ("yes" if managed else "no")
+    assert record["extra"]["shim_state"] == -1  # the shim is not there
+
+
+@needs_native
+def test_the_launchers_ult_environment(native_env: None, tmp_path: Path) -> None:
+    # After a shim's run (nested): the shim leaves LD_PRELOAD, the user's
+    # OMP_DYNAMIC comes back (libthreadlab-gomp makes dyn-var true itself
+    # while managed), quiet reaches the runtime.
+    shimmed = _launched_env({"PATH": os.environ["PATH"], "LD_PRELOAD": "/usr/lib/other.so"}, tmp_path)
+    seen = _launched_env(shimmed, tmp_path, runtime="ult", quiet=True)
+    assert seen["LD_PRELOAD"] == f"{os.path.realpath(ULT)}:/usr/lib/other.so"
+    assert "OMP_DYNAMIC" not in seen and "THREADLAB_OMP_DYNAMIC_ORIG" not in seen
+    assert seen["THREADLAB_GOMP_QUIET"] == "1"
+    back = _launched_env(seen, tmp_path)  # and the other way: the shim replaces libthreadlab-gomp
+    assert back["LD_PRELOAD"] == f"{os.path.realpath(SHIM)}:/usr/lib/other.so"
+
+
+@needs_native
+def test_omp_run_runtime_errors(native_env: None, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+
+    def threadlab(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "threadlab", "omp", "run", *args], capture_output=True,
+                              text=True, timeout=60, env={**env, **extra}, check=False)
+
+    done = threadlab("--runtime", "fibers", "--", "true")
+    assert done.returncode == 2 and "--runtime fibers: unknown runtime; expected shim" in done.stderr
+    assert "ult (" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    done = threadlab("--runtime", "ult", "--pin", "--", "true")
+    assert done.returncode == 2 and "--pin applies to --runtime shim only" in done.stderr
+    # a build without libthreadlab-gomp: one line saying how to build it
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "lib").mkdir()
+    launcher = tmp_path / "bin" / rm.LAUNCHER
+    launcher.write_bytes((REAL_NATIVE_DIR / rm.LAUNCHER).read_bytes())
+    launcher.chmod(0o755)
+    done = threadlab("--runtime=ult", "--", "true", THREADLAB_NATIVE_DIR=str(tmp_path / "bin"))
+    assert done.returncode == 1 and f"{rm.ULT_LIBRARY} not found" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    done = subprocess.run([str(launcher), "--runtime", "ult", "true"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and f"{rm.ULT_LIBRARY} not found" in done.stderr and "make build" in done.stderr
+    done = subprocess.run([str(launcher), "--runtime", "fibers", "true"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "--runtime 'fibers': unknown runtime (accepted: shim" in done.stderr

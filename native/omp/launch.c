@@ -2,16 +2,17 @@
  * threadlab-omp-run - runs an unmodified OpenMP program under threadlab-rm
  * (docs/commands/omp.md, docs/omp.md "Environment").
  *
- *   threadlab-omp-run [--pin] [--quiet] [--] PROGRAM [ARGS ...]
+ *   threadlab-omp-run [--runtime shim|ult] [--pin] [--quiet] [--] PROGRAM [ARGS ...]
  *
- * It sets the shim's environment (env.c) and execs PROGRAM, so a launch
+ * It sets the environment of the runtime (env.c: the libgomp shim, or
+ * libthreadlab-gomp in place of libgomp) and execs PROGRAM, so a launch
  * costs one exec more than the program itself; `threadlab omp run` execs
  * it.  The manager is the one $THREADLAB_RM_DIR and $THREADLAB_RM_ARENA
  * name (both, for a directory other than the standard one), else the
  * user's standard manager.
  *
  * Exit status: PROGRAM's own; 2 bad usage (PROGRAM not found, an unknown
- * option); 1 the shim is missing or PROGRAM cannot be executed.
+ * option); 1 the runtime's library is missing or PROGRAM cannot be executed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,7 +24,8 @@
 
 #include "env.h"
 
-#define USAGE "usage: threadlab-omp-run [--pin] [--quiet] [--] PROGRAM [ARGS ...]"
+#define USAGE "usage: threadlab-omp-run [--runtime shim|ult] [--pin] [--quiet] [--] PROGRAM [ARGS ...]"
+#define RUNTIMES "shim (libgomp with threadlab's shim), ult (libthreadlab-gomp: OpenMP on user-level threads)"
 
 static int usage_error(const char *fmt, const char *what)
 {
@@ -35,7 +37,7 @@ static int usage_error(const char *fmt, const char *what)
 
 int main(int argc, char **argv)
 {
-    int pin = 0, quiet = 0, i = 1;
+    int pin = 0, quiet = 0, ult = 0, i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--")) {
@@ -48,25 +50,46 @@ int main(int argc, char **argv)
             pin = 1;
         } else if (!strcmp(a, "--quiet")) {
             quiet = 1;
+        } else if (!strcmp(a, "--runtime") || !strncmp(a, "--runtime=", 10)) {
+            const char *value = a[9] == '=' ? a + 10 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!value)
+                return usage_error("%s--runtime needs a value (accepted: " RUNTIMES ")", "");
+            if (!strcmp(value, "ult"))
+                ult = 1;
+            else if (!strcmp(value, "shim"))
+                ult = 0;
+            else
+                return usage_error("--runtime '%s': unknown runtime (accepted: " RUNTIMES ")", value);
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf(USAGE "\nRuns PROGRAM (gcc/g++/gfortran -fopenmp) with libthreadlab-omp preloaded, so that it "
-                   "follows threadlab-rm.\n  --pin    pin team threads to the allocated CPUs\n  --quiet  no "
-                   "notices from the shim\nexit status: PROGRAM's own; 2 bad usage; 1 the shim is missing or "
-                   "PROGRAM cannot run.  See docs/commands/omp.md.\n");
+            printf(USAGE "\nRuns PROGRAM (gcc/g++/gfortran -fopenmp) so that it follows threadlab-rm: with "
+                   "libthreadlab-omp preloaded over libgomp (shim, the default), or on libthreadlab-gomp in "
+                   "place of libgomp (ult).\n  --runtime R  shim or ult\n  --pin    pin team threads to the "
+                   "allocated CPUs (shim)\n  --quiet  no notices from the runtime\nexit status: PROGRAM's "
+                   "own; 2 bad usage; 1 the runtime's library is missing or PROGRAM cannot run.  See "
+                   "docs/commands/omp.md.\n");
             return 0;
         } else {
-            return usage_error("unknown option '%s' (accepted: --pin, --quiet, --help)", a);
+            return usage_error("unknown option '%s' (accepted: --runtime, --pin, --quiet, --help)", a);
         }
     }
+    if (ult && pin)
+        return usage_error("%s--pin applies to --runtime shim only (libthreadlab-gomp binds its virtual "
+                           "processors with OMP_PROC_BIND)", "");
     if (i >= argc)
         return usage_error("%sa program is required", "");
-    char shim[PATH_MAX];
-    if (tl_omp_find_shim(shim, sizeof shim) != 0) {
-        fprintf(stderr, "threadlab-omp-run: libthreadlab-omp.so not found (%s; lib/ beside this program's "
-                "directory, or $THREADLAB_OMP_LIB)\n", getenv("THREADLAB_OMP_LIB") ? "$THREADLAB_OMP_LIB" : "build it with `make`");
+    char library[PATH_MAX];
+    const char *name = ult ? TL_OMP_ULT_LIBRARY : TL_OMP_SHIM_LIBRARY;
+    const char *variable = ult ? "THREADLAB_GOMP_LIB" : "THREADLAB_OMP_LIB";
+    if (tl_omp_find_library(name, variable, library, sizeof library) != 0) {
+        if (getenv(variable) && *getenv(variable))
+            fprintf(stderr, "threadlab-omp-run: %s not found ($%s=%s is not a readable file)\n", name, variable,
+                    getenv(variable));
+        else
+            fprintf(stderr, "threadlab-omp-run: %s not found (looked in lib/ beside this program's directory; "
+                    "build it with `make build`, or name it with $%s)\n", name, variable);
         return 1;
     }
-    if (tl_omp_setenv(shim, pin, quiet) != 0) {
+    if ((ult ? tl_omp_setenv_ult(library, quiet) : tl_omp_setenv(library, pin, quiet)) != 0) {
         fprintf(stderr, "threadlab-omp-run: LD_PRELOAD is too long\n");
         return 1;
     }

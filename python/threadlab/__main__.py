@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _omp_run_fast(words: Sequence[str]) -> None:
     """`threadlab omp run WORDS` without the command line: --dir PATH,
-    --pin and --quiet read here, then PROGRAM.  Returns, having done
+    --runtime R, --pin and --quiet read here, then PROGRAM.  Returns, having done
     nothing, for anything else (--help, a mistake, a missing build): the
     command line then handles it, with its messages."""
     from pathlib import Path
@@ -43,6 +43,7 @@ def _omp_run_fast(words: Sequence[str]) -> None:
     from threadlab.native import rm
 
     directory: Path | None = None
+    runtime = rm.DEFAULT_OMP_RUNTIME
     pin = quiet = False
     rest = list(words)
     while rest:
@@ -55,13 +56,17 @@ def _omp_run_fast(words: Sequence[str]) -> None:
             directory = Path(rest.pop(1))
         elif word.startswith("--dir="):
             directory = Path(word.split("=", 1)[1])
+        elif word == "--runtime" and len(rest) > 1:
+            runtime = rest.pop(1)
+        elif word.startswith("--runtime="):
+            runtime = word.split("=", 1)[1]
         elif word == "--" or not word.startswith("-"):
             break
         else:
             return
         rest.pop(0)
     try:
-        rm.omp_run(rest, directory=directory, pin=pin, quiet=quiet)
+        rm.omp_run(rest, directory=directory, pin=pin, quiet=quiet, runtime=runtime)
     except ThreadlabError:  # UserError included
         return
 

@@ -110,25 +110,31 @@ def register(commands: Any, common: ArgumentParser) -> None:
     omp = commands.add_parser(
         "omp", help="run an OpenMP program under the resource manager (omp run)",
         description="OpenMP programs under threadlab-rm, through libthreadlab-omp (an LD_PRELOAD shim over "
-        "GCC's libgomp).",
+        "GCC's libgomp) or on libthreadlab-gomp (GCC's libgomp ABI on user-level threads).",
         epilog="See docs/omp.md and docs/commands/omp.md.",
     )
     omp.set_defaults(handler=_no_omp_action)
     omp_actions = omp.add_subparsers(dest="omp_action", metavar="ACTION", parser_class=ArgumentParser)
     run = omp_actions.add_parser(
         "run", parents=parents, help="run an unmodified OpenMP program managed by threadlab-rm",
-        usage="threadlab omp run [-h] [--dir PATH] [--pin] [--quiet] -- PROGRAM [ARGS ...]",
-        description="Run PROGRAM (built with gcc, g++ or gfortran -fopenmp) with the shim preloaded, "
-        "OMP_DYNAMIC=true and a short spin before idle threads sleep: every top-level parallel region gets "
-        "min(its request, the manager's allocation) threads. With no manager running the program runs as "
-        "without the shim (one notice on stderr) and joins a manager that starts later.",
+        usage="threadlab omp run [-h] [--dir PATH] [--runtime shim|ult] [--pin] [--quiet] -- PROGRAM [ARGS ...]",
+        description="Run PROGRAM (built with gcc, g++ or gfortran -fopenmp) under the manager. --runtime shim "
+        "(the default): the shim preloaded over libgomp, OMP_DYNAMIC=true and a short spin before idle threads "
+        "sleep: every top-level parallel region gets min(its request, the manager's allocation) threads. "
+        "--runtime ult: libthreadlab-gomp in place of libgomp: OpenMP threads are user-level threads whose "
+        "virtual processors follow the allocation inside regions too. With no manager running the program runs "
+        "unmanaged (the shim: one notice on stderr) and joins a manager that starts later.",
         epilog="exit status: PROGRAM's own (threadlab execs it), 2 bad usage (PROGRAM not found, ...). "
         "Example: threadlab omp run -- ./cg 1000",
     )
     run.set_defaults(handler=cmd_omp_run)
+    run.add_argument("--runtime", type=rm.check_omp_runtime, default=rm.DEFAULT_OMP_RUNTIME, metavar="R",
+                     help="the OpenMP runtime: " + "; ".join(f"{name}: {meaning}" for name, meaning
+                                                               in rm.OMP_RUNTIMES.items())
+                     + f" (default {rm.DEFAULT_OMP_RUNTIME})")
     run.add_argument("--pin", action="store_true",
-                     help="pin team threads to the CPUs the manager allocates (re-pinned when they change)")
-    run.add_argument("--quiet", action="store_true", help="no notices from the shim on stderr")
+                     help="pin team threads to the CPUs the manager allocates (re-pinned when they change; shim only)")
+    run.add_argument("--quiet", action="store_true", help="no notices from the runtime on stderr")
     run.add_argument("command", nargs=argparse.REMAINDER, metavar="PROGRAM [ARGS ...]",
                      help="the program and its arguments, after --")
 
@@ -332,4 +338,4 @@ def render_status(state: dict[str, Any]) -> Any:
 
 
 def cmd_omp_run(args: argparse.Namespace) -> int:
-    rm.omp_run(args.command, directory=args.dir, pin=args.pin, quiet=args.quiet)  # threadlab is the program now
+    rm.omp_run(args.command, directory=args.dir, pin=args.pin, quiet=args.quiet, runtime=args.runtime)  # threadlab is the program now

@@ -126,8 +126,9 @@ def _add_multiprog(studies: Any, common: ArgumentParser) -> None:
     m = studies.add_parser(
         "multiprog", parents=[common], help="OpenMP programs sharing the CPUs: the manager against libgomp (after Barekas et al.)",
         description="Workloads of k instances of one NAS-like OpenMP kernel (threadlab-npb: ep, cg, mg, sp), "
-        "started at once (or --stagger'ed), each asking for every CPU, under five baselines: rm (threadlab-rm, a "
-        "private manager per experiment, and the libgomp shim), gomp (plain libgomp defaults), passive "
+        "started at once (or --stagger'ed), each asking for every CPU, under six baselines: rm (threadlab-rm, a "
+        "private manager per experiment, and the libgomp shim), ult (the same manager, the kernels on "
+        "libthreadlab-gomp: OpenMP on user-level threads), gomp (plain libgomp defaults), passive "
         "(OMP_WAIT_POLICY=passive), dynamic (OMP_DYNAMIC=true), static (each instance bound to its share of the "
         "CPUs, OMP_NUM_THREADS = its size); plus dedicated runs of one instance on 1..N CPUs (rm and gomp), "
         "and scenarios where the manager should win: kernels mixed and arriving staggered, a late arrival, and "
@@ -319,12 +320,14 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
         other_load=args.other_load,
         quantum_ms=args.quantum_ms or multiprog.DEFAULT_QUANTUM_MS, timeout_s=args.timeout, quick=args.quick,
     )
-    if "rm" in plan.baselines:  # both must exist before anything runs
+    managed = [b for b in plan.baselines if b in multiprog.MANAGED_BASELINES]
+    if managed:  # the manager, the launcher and each runtime must exist before anything runs
         from threadlab.native import rm
 
         discovery.find_one(rm.RM_PROGRAM)
-        discovery.find_one(rm.SHIM_LIBRARY)
         discovery.find_one(rm.LAUNCHER)
+        for baseline in managed:
+            discovery.find_one(rm.OMP_RUNTIME_LIBRARIES[multiprog.MANAGED_BASELINES[baseline]])
     if args.dry_run:
         for line in multiprog.dry_run_lines(plan):
             print(line)

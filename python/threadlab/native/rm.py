@@ -44,7 +44,16 @@ from threadlab.errors import ThreadlabError, UserError
 
 RM_PROGRAM = "threadlab-rm"
 SHIM_LIBRARY = "libthreadlab-omp.so"
-LAUNCHER = "threadlab-omp-run"  # the shim's environment, then exec (native/omp/launch.c)
+ULT_LIBRARY = "libthreadlab-gomp.so"  # libgomp's ABI on user-level threads (docs/omp-ult.md)
+LAUNCHER = "threadlab-omp-run"  # the runtime's environment, then exec (native/omp/launch.c)
+# `omp run --runtime`: the library that makes an OpenMP program follow the
+# manager (native/omp/env.h), the first the default.
+OMP_RUNTIMES: dict[str, str] = {
+    "shim": f"libgomp with threadlab's shim ({SHIM_LIBRARY}) preloaded",
+    "ult": f"{ULT_LIBRARY} in place of libgomp: OpenMP on user-level threads",
+}
+OMP_RUNTIME_LIBRARIES: dict[str, str] = {"shim": SHIM_LIBRARY, "ult": ULT_LIBRARY}
+DEFAULT_OMP_RUNTIME = "shim"
 DIR_ENV = "THREADLAB_RM_DIR"
 ARENA_ENV = "THREADLAB_RM_ARENA"
 SHM_DIR = Path("/dev/shm")  # where glibc's shm_open keeps the arena
@@ -566,6 +575,14 @@ def _started_pid(stdout: str) -> int | None:
 # -------------------------------------------------------------- the shim
 
 
+def check_omp_runtime(runtime: str, what: str = "--runtime") -> str:
+    """An `omp run` runtime (OMP_RUNTIMES), or a UserError naming it."""
+    if runtime not in OMP_RUNTIMES:
+        accepted = "; ".join(f"{name} ({meaning})" for name, meaning in OMP_RUNTIMES.items())
+        raise UserError(f"{what} {runtime}: unknown runtime; expected {accepted}")
+    return runtime
+
+
 def omp_launch(
     command: Sequence[str],
     base: Mapping[str, str] | None = None,
@@ -573,33 +590,45 @@ def omp_launch(
     directory: Path | None = None,
     pin: bool = False,
     quiet: bool = False,
+    runtime: str = DEFAULT_OMP_RUNTIME,
 ) -> tuple[list[str], dict[str, str]]:
     """The argv and environment that run `command` (an OpenMP program built
     with gcc/g++/gfortran, and its arguments) under the manager of
-    `directory`: threadlab-omp-run, which sets the shim's environment
-    (native/omp/env.c: the shim preloaded, OMP_DYNAMIC=true with the
-    user's value kept for when it runs unmanaged, a short spin unless the
-    user chose a wait policy; docs/omp.md) and execs the program.  Here the
-    manager is named: its directory and arena, whichever `directory` (None:
-    the runtime directory) is.  With pin the team threads are pinned to
-    the allocated CPUs; with quiet the shim prints no notices."""
+    `directory`: threadlab-omp-run, which sets the runtime's environment
+    and execs the program (native/omp/env.c).  runtime "shim": the shim
+    preloaded over libgomp, OMP_DYNAMIC=true with the user's value kept
+    for when it runs unmanaged, a short spin unless the user chose a wait
+    policy (docs/omp.md); "ult": libthreadlab-gomp preloaded in place of
+    libgomp (docs/omp-ult.md).  Here the manager is named: its directory
+    and arena, whichever `directory` (None: the runtime directory) is.
+    With pin (shim only) the team threads are pinned to the allocated
+    CPUs; with quiet the runtime prints no notices.  UserError for an
+    unknown runtime or pin with ult; ThreadlabError when the launcher or
+    the runtime's library is not built (saying how to build it)."""
+    check_omp_runtime(runtime)
+    if pin and runtime != "shim":
+        raise UserError(f"--pin applies to --runtime shim only ({ULT_LIBRARY} binds its virtual processors "
+                        "with OMP_PROC_BIND)")
     launcher = discovery.find_one(LAUNCHER)
+    discovery.find_one(OMP_RUNTIME_LIBRARIES[runtime])  # the launcher's own message is less helpful
     env = dict(os.environ if base is None else base)
     where = resolve_dir(directory)
     env[DIR_ENV] = str(where)
     env[ARENA_ENV] = arena_name(where)
-    options = (["--pin"] if pin else []) + (["--quiet"] if quiet else [])
+    options = (["--runtime", runtime] if runtime != DEFAULT_OMP_RUNTIME else []) + (["--pin"] if pin else []) \
+        + (["--quiet"] if quiet else [])
     return [str(launcher), *options, "--", *command], env
 
 
-OMP_RUN_USAGE = "threadlab omp run [--pin] -- PROGRAM [ARGS ...]"
+OMP_RUN_USAGE = "threadlab omp run [--runtime shim|ult] [--pin] -- PROGRAM [ARGS ...]"
 
 
 def omp_run(command: Sequence[str], *, directory: Path | None = None, pin: bool = False,
-            quiet: bool = False) -> NoReturn:
+            quiet: bool = False, runtime: str = DEFAULT_OMP_RUNTIME) -> NoReturn:
     """`threadlab omp run`: threadlab becomes the launcher running `command`
     (PROGRAM [ARGS ...], PROGRAM found on $PATH) under the manager of
-    `directory` (omp_launch).  UserError before anything runs when PROGRAM
-    is not there or the launcher is not built."""
+    `directory` on `runtime` (omp_launch).  UserError before anything runs
+    when PROGRAM is not there or the runtime is unknown; ThreadlabError
+    when the launcher or the runtime's library is not built."""
     program = process.user_program(command, OMP_RUN_USAGE)
-    process.replace_with(*omp_launch(program, directory=directory, pin=pin, quiet=quiet))
+    process.replace_with(*omp_launch(program, directory=directory, pin=pin, quiet=quiet, runtime=runtime))

@@ -5,11 +5,14 @@ started at once (or staggered), each asking for every CPU, and scenarios
 where the manager should win (SCENARIOS: kernels mixed, arriving
 staggered and finishing at different times; the late arrival of a long
 region; faults: the manager stopped, a program SIGKILLed mid-run), under
-five baselines:
+six baselines:
 
     rm        threadlab-rm, a private manager per experiment, and the libgomp
               shim through its launcher (threadlab.rm: Manager.start_private,
               omp_launch)
+    ult       the same manager, the kernels on libthreadlab-gomp (libgomp's
+              ABI on user-level threads, following the allocation inside
+              regions) through the same launcher (omp_launch runtime "ult")
     gomp      plain libgomp defaults
     passive   OMP_WAIT_POLICY=passive
     dynamic   OMP_DYNAMIC=true
@@ -54,7 +57,10 @@ PROGRAM = "threadlab-npb"
 BENCHMARK_PREFIX = "study.multiprog."
 
 APPS: tuple[str, ...] = ("ep", "cg", "mg", "sp")
-BASELINES: tuple[str, ...] = ("rm", "gomp", "passive", "dynamic", "static")
+BASELINES: tuple[str, ...] = ("rm", "ult", "gomp", "passive", "dynamic", "static")
+# The baselines under a private threadlab-rm, and the runtime their
+# instances run on (threadlab.native.rm.OMP_RUNTIMES).
+MANAGED_BASELINES: dict[str, str] = {"rm": "shim", "ult": "ult"}
 # The baselines that also run dedicated (Table 1: threadlab's system
 # against plain libgomp, as the seed's Nanos against PGI).
 DEDICATED_BASELINES: tuple[str, ...] = ("rm", "gomp")
@@ -84,7 +90,7 @@ SHORTER: dict[str, str] = {"small": "small", "S": "small", "W": "S", "A": "W"}
 COMPETITORS: tuple[str, ...] = ("passive", "dynamic", "static")
 
 # Environment a baseline must not inherit from the user's shell.
-_SCRUBBED = re.compile(r"^(OMP_|GOMP_|KMP_|THREADLAB_OMP_|THREADLAB_RM_)")
+_SCRUBBED = re.compile(r"^(OMP_|GOMP_|KMP_|THREADLAB_OMP_|THREADLAB_GOMP_|THREADLAB_RM_)")
 
 
 # ------------------------------------------------------------------ input
@@ -221,7 +227,7 @@ def scenario(name: str, size: str) -> Scenario:
     if name == "stop":
         return Scenario(name, "SP and CG at once, the manager stopped one unit in (rm); the same workload under "
                         "passive libgomp is the reference", (Entry("sp", 0.0), Entry("cg", 0.0)), fault="stop",
-                        fault_at_s=u, baselines=("rm", "passive"))
+                        fault_at_s=u, baselines=("rm", "ult", "passive"))
     if name == "kill":
         return Scenario(name, "two EPs at once, the first SIGKILLed one unit in: the survivor should get every CPU "
                         "(its turnaround is measured)", (Entry("ep", 0.0), Entry("ep", 0.0)), fault="kill",
@@ -265,6 +271,7 @@ class Cell:
     regions: list[int] = field(default_factory=list)
     kernel_times: list[float] = field(default_factory=list)
     managed: list[bool | None] = field(default_factory=list)
+    runtimes: list[str] = field(default_factory=list)  # per instance: the file providing GOMP_parallel
     shim_states: list[int | None] = field(default_factory=list)
     scenario: Scenario | None = None
     entry_turnarounds: dict[int, list[float]] = field(default_factory=dict)  # entry -> one per experiment
@@ -421,11 +428,12 @@ def make_plan(
 
 
 def clean_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment without OpenMP settings, the shim or a manager's
-    location: what 'plain libgomp defaults' starts from."""
+    """The environment without OpenMP settings, threadlab's OpenMP runtimes
+    (the shim, libthreadlab-gomp) or a manager's location: what 'plain
+    libgomp defaults' starts from."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if not _SCRUBBED.match(k)}
     preload = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":")
-               if p and Path(p).name != rm.SHIM_LIBRARY]
+               if p and Path(p).name not in rm.OMP_RUNTIME_LIBRARIES.values()]
     if preload:
         env["LD_PRELOAD"] = ":".join(preload)
     else:
@@ -447,8 +455,9 @@ class Launch:
 def launches(cell: Cell, plan: Plan, manager_dir: Path | None) -> list[Launch]:
     """The instances of one experiment of the cell.  Every instance asks
     for every CPU of the experiment (OMP_NUM_THREADS), except under static,
-    where each asks for its share.  Under rm each goes through the shim's
-    launcher (rm.omp_launch), as `threadlab omp run` would start it."""
+    where each asks for its share.  Under rm and ult each goes through the
+    launcher (rm.omp_launch: the shim, or libthreadlab-gomp), as `threadlab
+    omp run [--runtime ult]` would start it."""
     base = clean_environment()
     own = list(plan.cpus[: cell.cpus]) if cell.dedicated else list(plan.cpus)
     if cell.scenario:
@@ -462,9 +471,10 @@ def launches(cell: Cell, plan: Plan, manager_dir: Path | None) -> list[Launch]:
     extra = {"passive": {"OMP_WAIT_POLICY": "passive"}, "dynamic": {"OMP_DYNAMIC": "true"}}.get(cell.baseline, {})
     for (kernel, at_s, size), share in zip(programs, shares):
         argv = [str(plan.program), "--run", BENCHMARK_PREFIX + kernel, "--param", f"size={size}"]
-        if cell.baseline == "rm":
+        if cell.baseline in MANAGED_BASELINES:
             assert manager_dir is not None
-            argv, env = rm.omp_launch(argv, base, directory=manager_dir, quiet=True)
+            argv, env = rm.omp_launch(argv, base, directory=manager_dir, quiet=True,
+                                      runtime=MANAGED_BASELINES[cell.baseline])
             starts.append(Launch(argv, {**env, **ask}, affinity, at_s))
         elif share is not None:
             starts.append(Launch(argv, {**base, "OMP_NUM_THREADS": str(len(share))}, share, at_s))
@@ -581,7 +591,7 @@ def _instance_problem(instance: Instance) -> tuple[str, str] | None:
 
 
 def run_experiment(plan: Plan, cell: Cell, stop: StopRequest) -> Experiment | None:
-    """Runs the cell's workload once: a private manager first for rm; the
+    """Runs the cell's workload once: a private manager first for rm and ult; the
     instances started together (or at their offsets); the scenario's fault
     at its time; every instance waited for, or killed at the timeout.  None
     when a stop was requested meanwhile."""
@@ -590,7 +600,7 @@ def run_experiment(plan: Plan, cell: Cell, stop: StopRequest) -> Experiment | No
     manager: rm.Manager | None = None
     sc = cell.scenario
     try:
-        if cell.baseline == "rm":
+        if cell.baseline in MANAGED_BASELINES:
             own = plan.cpus[: cell.cpus]
             # Owned by this process: a study killed even by SIGKILL takes
             # its manager, arena and directory with it.
@@ -712,6 +722,7 @@ def record_experiment(cell: Cell, experiment: Experiment) -> None:
         if isinstance(instance.data.get("time_s"), (int, float)):
             cell.kernel_times.append(float(instance.data["time_s"]))
         cell.managed.append(instance.data.get("managed"))
+        cell.runtimes.append(str(instance.data.get("runtime") or ""))
         state = instance.data.get("shim_state")
         cell.shim_states.append(state if isinstance(state, int) else None)
         cell.last = instance.data
@@ -768,6 +779,14 @@ def _checks(cell: Cell) -> list[dict[str, Any]]:
     if cell.failures:
         checks.append({"name": "runs", "ok": False, "value": float(measured),
                        "detail": f"{len(cell.failures)} of {cell.runs_done} experiments failed; first: {cell.failures[0]}"})
+    if cell.baseline == "ult" and cell.runtimes:
+        # A kernel that fell back to libgomp (the library not loaded, or
+        # loaded behind libgomp) would measure the wrong runtime.
+        other = [r for r in cell.runtimes if Path(r).name != rm.ULT_LIBRARY]
+        checks.append({"name": "runtime", "ok": not other, "value": float(len(cell.runtimes) - len(other)),
+                       "detail": f"every instance ran on {rm.ULT_LIBRARY} (the library providing GOMP_parallel)"
+                       if not other else f"{len(other)} of {len(cell.runtimes)} instances ran on another runtime; "
+                                         f"first: {other[0] or 'unknown'}"})
     if cell.baseline == "rm" and cell.scenario and cell.scenario.fault == "stop":
         # The manager stopped mid-run: each instance ends cooperative (or
         # still managed, if it ended before the stop).
@@ -776,10 +795,11 @@ def _checks(cell: Cell) -> list[dict[str, Any]]:
                        "detail": f"every instance ended managed or cooperative (the manager stopped in "
                                  f"{cell.faults_applied} of {cell.runs_done} experiments while they ran)" if not lost
                        else f"{lost} of {len(cell.shim_states)} instances ended neither managed nor cooperative"})
-    elif cell.baseline == "rm" and cell.managed:
+    elif cell.baseline in MANAGED_BASELINES and cell.managed and not (cell.scenario and cell.scenario.fault == "stop"):
         unmanaged = sum(1 for m in cell.managed if m is not True)
+        who = "the shim" if cell.baseline == "rm" else rm.ULT_LIBRARY
         checks.append({"name": "managed", "ok": unmanaged == 0, "value": float(len(cell.managed) - unmanaged),
-                       "detail": "every instance ran under the manager (the shim said managed)" if not unmanaged
+                       "detail": f"every instance ran under the manager ({who} said managed)" if not unmanaged
                        else f"{unmanaged} of {len(cell.managed)} instances ran unmanaged (no manager found, or "
                             "the arena was full)"})
     return checks
@@ -791,9 +811,11 @@ def _extra(cell: Cell, plan: Plan) -> dict[str, Any]:
         "study": STUDY, "kernel": cell.app, "baseline": cell.baseline, "degree": cell.degree,
         "cpus_used": cell.cpus, "dedicated": "yes" if cell.dedicated else "no",
         "runs_planned": plan.runs, "runs_done": cell.runs_done, "runs_failed": len(cell.failures),
-        "seed": plan.seed, "program": PROGRAM, "policy": plan.policy if cell.baseline == "rm" else None,
-        "quantum_ms": plan.quantum_ms if cell.baseline == "rm" else None,
-        "other_load": plan.other_load if cell.baseline == "rm" else None,
+        "seed": plan.seed, "program": PROGRAM,
+        "policy": plan.policy if cell.baseline in MANAGED_BASELINES else None,
+        "quantum_ms": plan.quantum_ms if cell.baseline in MANAGED_BASELINES else None,
+        "other_load": plan.other_load if cell.baseline in MANAGED_BASELINES else None,
+        "runtime": ",".join(sorted({Path(r).name for r in cell.runtimes if r})) or None,
         "team_min": min(cell.teams) if cell.teams else None, "team_max": max(cell.teams) if cell.teams else None,
         "team_mean": (sum(t * n for t, n in cell.teams.items()) / regions) if regions else None,
         "teams": ",".join(f"{t}:{n}" for t, n in sorted(cell.teams.items())) or None,
@@ -866,7 +888,7 @@ def dry_run_lines(plan: Plan) -> Iterable[str]:
 
     for cell in plan.cells:
         private = Path(tempfile.gettempdir()) / (rm.private_prefix() + "XXXXXX")  # made per experiment
-        starts = launches(cell, plan, private if cell.baseline == "rm" else None)
+        starts = launches(cell, plan, private if cell.baseline in MANAGED_BASELINES else None)
         shown = []
         for launch in starts[:2] if not cell.scenario else starts:
             keys = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_DYNAMIC", "GOMP_SPINCOUNT", rm.DIR_ENV)
@@ -877,6 +899,6 @@ def dry_run_lines(plan: Plan) -> Iterable[str]:
         more = f"  (+{len(starts) - 2} more)" if len(starts) > len(shown) else ""
         manager = (f"# threadlab-rm --policy {plan.policy} --quantum-ms {plan.quantum_ms} --other-load {plan.other_load} "
                    f"--cpus {rm.cpu_list(plan.cpus[: cell.cpus])} --owner {os.getpid()}\n"
-                   if cell.baseline == "rm" else "")
+                   if cell.baseline in MANAGED_BASELINES else "")
         fault = f", {cell.scenario.fault_text}" if cell.scenario and cell.scenario.fault_text else ""
         yield f"{manager}# {cell.label}: {len(starts)} instance(s){fault}\n" + "\n".join(shown) + more

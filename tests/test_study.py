@@ -206,6 +206,18 @@ def test_ratio_of_means_edge_cases() -> None:
     assert ratio is not None and interval is None
 
 
+def test_ratio_of_means_of_positive_values_is_never_negative() -> None:
+    # 2 noisy runs: the numerator's mean is not significantly above 0, so
+    # Fieller's lower root is negative; for times the ratio is at least 0
+    x, y = [0.2, 3.0], [1.0, 1.1]
+    ratio, interval = stats.ratio_of_means(x, y)
+    assert ratio == pytest.approx(1.6 / 1.05) and interval is not None
+    assert interval.low == 0.0 and interval.high > ratio
+    # with a value of either sign the root stands as Fieller gives it
+    _, signed = stats.ratio_of_means([-0.2, 3.0], y)
+    assert signed is not None and signed.low < 0
+
+
 def test_ratio_of_means_covers_the_true_ratio_95_percent_of_the_time() -> None:
     rng = np.random.default_rng(2024)
     covered = 0

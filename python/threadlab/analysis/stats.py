@@ -567,7 +567,12 @@ def ratio_of_means(
     the Welch-Satterthwaite degrees of freedom of x̄ - ρ̂ȳ at the estimate
     ρ̂ = x̄/ȳ.  The ratio is None when mean(denominator) is 0; the interval
     None when a side has fewer than 2 values, or when ȳ is not
-    significantly different from 0 (ȳ² <= t²vy: the set is unbounded)."""
+    significantly different from 0 (ȳ² <= t²vy: the set is unbounded).
+    When every value of both sides is positive (times, rates), the ratio
+    cannot be negative: a lower root below 0 (x̄ not significantly above 0,
+    as with 2 noisy runs) becomes 0.  Intersecting the confidence set with
+    the parameter space keeps its coverage and never shows a negative
+    ratio of positive quantities."""
     x, y = _array(numerator), _array(denominator)
     mx, my = float(x.mean()), float(y.mean())
     if my == 0:
@@ -587,4 +592,7 @@ def ratio_of_means(
     b = mx * my
     c = mx * mx - t * t * vx
     root = math.sqrt(max(b * b - a * c, 0.0))
-    return ratio, Interval((b - root) / a, (b + root) / a, confidence, confidence, "fieller")
+    low = (b - root) / a
+    if low < 0 and bool((x > 0).all() and (y > 0).all()):
+        low = 0.0
+    return ratio, Interval(low, (b + root) / a, confidence, confidence, "fieller")

@@ -67,7 +67,7 @@ def test_default_design_is_platform_by_affinity_plus_arch_and_priority() -> None
     scenarios = apps.expand_design(apps.parse_design(apps.DEFAULT_DESIGN), levels)
     labels = [s.label for s in scenarios]
     assert labels[0] == "pthread 64-bit normal os"  # the baseline first
-    assert len(scenarios) == len(set(scenarios)) == 10 + 5 + 5
+    assert len(scenarios) == len(set(scenarios)) == 12 + 6 + 5
     assert "gomp 64-bit normal pinned" in labels and "c11 32-bit normal os" in labels
     assert "pthread 64-bit fifo os" in labels and "gomp 64-bit fifo os" not in labels
     assert all(s.arch == "64" for s in scenarios if s.priority != "normal")
@@ -75,10 +75,10 @@ def test_default_design_is_platform_by_affinity_plus_arch_and_priority() -> None
 
 def test_design_forms() -> None:
     levels = {f: list(v) for f, v in apps.DEFAULT_LEVELS.items()}
-    assert len(apps.expand_design(apps.parse_design("all"), levels)) == 5 * 2 * 6 * 2
+    assert len(apps.expand_design(apps.parse_design("all"), levels)) == 6 * 2 * 6 * 2
     assert [s.label for s in apps.expand_design(apps.parse_design("none"), levels)] == ["pthread 64-bit normal os"]
     crossed = apps.expand_design(apps.parse_design("platform*priority"), levels)
-    assert len(crossed) == 5 * 6
+    assert len(crossed) == 6 * 6
     # Blocks overlap in the baseline: it appears once.
     assert len(apps.expand_design(apps.parse_design("arch,affinity"), levels)) == 3
     for bad, words in (("platform*nothing", "unknown factor 'nothing'"), ("arch*arch", "appears twice"),
@@ -137,6 +137,71 @@ def test_plan_cells_and_their_unsupported_reasons(fake_apps: Path) -> None:
     for job in plan.jobs:
         runs.setdefault(job.cell, []).append(job.run)
     assert runs == {c.index: [0, 1, 2, 3] for c in supported}
+
+
+def _manifest_omp_ult(directory: Path, entry: dict[str, Any] | None) -> None:
+    manifest = json.loads((directory / apps.MANIFEST_NAME).read_text())
+    if entry is not None:
+        manifest["programs"]["omp-ult-64"] = {"platform": "omp-ult", "arch": "64", "reason": None, **entry}
+    (directory / apps.MANIFEST_NAME).write_text(json.dumps(manifest))
+
+
+def test_omp_ult_is_the_gomp_program_with_its_runtime_preloaded(fake_apps: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    library = fake_apps.parent / "lib" / "libthreadlab-gomp.so"
+    library.parent.mkdir()
+    library.write_bytes(b"")
+    _manifest_omp_ult(fake_apps, {"program": "threadlab-app-gomp", "preload": "../lib/libthreadlab-gomp.so"})
+    plan = _plan(threads=[1, 2], design="platform*affinity,platform*arch",
+                 levels={"platform": ["pthread", "omp-ult"]})
+    by = {(c.scenario.label, c.kernel.name, c.threads): c for c in plan.cells}
+    cell = by[("omp-ult 64-bit normal os", "pi", 2)]
+    assert cell.unsupported is None and cell.program == fake_apps / "threadlab-app-gomp"
+    assert cell.preload == library.resolve()
+    # Levels that do not exist for it: planned unsupported, never run.
+    assert "omp-ult cannot pin a worker" in by[("omp-ult 64-bit normal pinned", "pi", 1)].unsupported
+    assert "own architecture only" not in by[("omp-ult 32-bit normal os", "pi", 1)].unsupported
+    assert "names no program for omp-ult 32-bit" in by[("omp-ult 32-bit normal os", "pi", 1)].unsupported
+    assert {plan.cells[job.cell].scenario.label for job in plan.jobs} == {
+        "pthread 64-bit normal os", "pthread 64-bit normal pinned", "pthread 32-bit normal os",
+        "omp-ult 64-bit normal os"}
+    # The library first, threadlab's other runtimes dropped, the user's own kept.
+    monkeypatch.setenv("LD_PRELOAD", "/old/build/lib/libthreadlab-omp.so /usr/lib/mine.so")
+    assert cell.environment()["LD_PRELOAD"] == f"{library.resolve()}:/usr/lib/mine.so"
+    assert plan.cells[0].environment() is None  # pthread: threadlab's own environment
+    assert any(line.startswith(f"env LD_PRELOAD={library.resolve()}:/usr/lib/mine.so ") and "--run study.apps.pi"
+               in line for line in apps.dry_run_lines(plan))
+    # Only a run that reports the preloaded file as its runtime counts.
+    assert cell.runs_on_preload(f"GNU libgomp ({library.resolve()}), OpenMP 201511")
+    assert not cell.runs_on_preload("GNU libgomp (/lib/x86_64-linux-gnu/libgomp.so.1), OpenMP 201511")
+    assert not cell.runs_on_preload(None)
+
+
+def test_omp_ult_fails_every_run_that_fell_back_to_libgomp(fake_apps: Path) -> None:
+    """The fake gomp program reports 'fake gomp' as its runtime, as a real
+    one reports libgomp when the preload did not take effect."""
+    library = fake_apps / "libthreadlab-gomp.so"
+    library.write_bytes(b"")
+    _manifest_omp_ult(fake_apps, {"program": "threadlab-app-gomp", "preload": "libthreadlab-gomp.so"})
+    plan = _plan(threads=[1], runs=2, design="platform", levels={"platform": ["omp-ult"]}, kernel_names=["pi"])
+    # The empty file is no ELF object: the loader says so, ignores it, and
+    # the program runs as it would without it.
+    result = _run(plan)
+    (time_record,) = [r for r in result.records if r["metric"] == "time"]
+    assert time_record["status"] == "failed" and schema.record_problems(time_record) == []
+    assert time_record["reason"].startswith("ran on fake gomp, not on the preloaded")
+    check = next(c for c in time_record["checks"] if c["name"] == "runtime")
+    assert not check["ok"] and check["detail"].startswith("2 of 2 runs did not run on the preloaded")
+
+
+def test_omp_ult_without_its_library_or_manifest_entry_is_unsupported(fake_apps: Path) -> None:
+    _manifest_omp_ult(fake_apps, {"program": "threadlab-app-gomp", "preload": "../lib/libthreadlab-gomp.so"})
+    programs = apps.discover_programs()
+    assert programs.path("omp-ult", "64") is None
+    assert programs.reason("omp-ult", "64").startswith("libthreadlab-gomp.so, which threadlab-app-gomp runs with "
+                                                       "preloaded, is missing")
+    _manifest_omp_ult(fake_apps, {"program": None, "preload": None, "reason": "no OpenMP (fake)"})
+    assert apps.discover_programs().reason("omp-ult", "64") == "no OpenMP (fake)"
 
 
 def test_run_order_is_random_but_seeded(fake_apps: Path) -> None:
@@ -392,7 +457,7 @@ def test_study_apps_dry_run_and_exit_status(fake_apps: Path, run_cli: RunCli, mo
     assert "# scenario 1: pthread 64-bit normal os" in out
     assert "--run study.apps.mips --placement unbound --param threads=1 --param size=4000 --param priority=normal" in out
     assert "# unsupported: mips llvmomp 32-bit normal os threads=1: no 32-bit LLVM libomp (fake)" in out
-    assert "20 scenarios" in err
+    assert "23 scenarios" in err
     monkeypatch.setenv("FAKE_APP_MODE", "pi=wrong")
     code, _, err = run_cli("study", "apps", "--runs", "1", "--factors", "none", "--kernels", "pi,mips", "--quiet")
     assert code == 1  # a wrong result fails the study
@@ -406,7 +471,7 @@ def test_study_apps_dry_run_and_exit_status(fake_apps: Path, run_cli: RunCli, mo
     (["--quick", "--paper"], "--quick and --paper exclude each other"),
     (["--kernels", "fft"], "--kernels fft: unknown kernel 'fft'"),
     (["--size", "mips=3"], "--size mips=3: mips counts operations in items of 4"),
-    (["--platform", "winapi"], "--platform winapi: expected one of pthread, c11, gomp, llvmomp, ult"),
+    (["--platform", "winapi"], "--platform winapi: expected one of pthread, c11, gomp, llvmomp, ult, omp-ult"),
 ])
 def test_bad_input_is_refused_in_one_line(fake_apps: Path, run_cli: RunCli, args: list[str], words: str) -> None:
     code, out, err = run_cli("study", "apps", "--dry-run", *args)

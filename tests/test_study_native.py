@@ -20,6 +20,7 @@ import pytest
 
 from conftest import REAL_NATIVE_DIR, REPO, stored_records
 from threadlab.records import schema
+from threadlab.run.progress import JobProgress
 from threadlab.study import apps, tables
 
 KERNELS = apps.KERNELS
@@ -241,7 +242,7 @@ def test_quick_study_end_to_end(db_path: Path) -> None:
     records = stored_records(db_path)
     assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []
     times = [r for r in records if r["metric"] == "time"]
-    assert len(times) == 20 * 4 * NCPUS  # scenarios x kernels x thread counts
+    assert len(times) == 23 * 4 * NCPUS  # scenarios x kernels x thread counts
     assert {r["benchmark"] for r in times} == {f"study.apps.{k}" for k in KERNELS}
     ok = [r for r in times if r["status"] == "ok"]
     assert ok and all(r["summary"]["n"] == apps.QUICK_RUNS for r in ok)
@@ -254,6 +255,64 @@ def test_quick_study_end_to_end(db_path: Path) -> None:
     if NCPUS >= 2:
         assert "Effect of priority" in done.stdout
         assert tables.speedups(records)
+
+
+OMP_ULT = apps.discover_programs(REAL_NATIVE_DIR) if PROGRAMS else None
+needs_omp_ult = pytest.mark.skipif(
+    OMP_ULT is None or OMP_ULT.path("omp-ult", OMP_ULT.native_arch) is None,
+    reason=f"no omp-ult here: {OMP_ULT.reason('omp-ult', OMP_ULT.native_arch) if OMP_ULT else 'nothing built'}")
+
+
+@needs_omp_ult
+def test_omp_ult_runs_the_gomp_program_on_libthreadlab_gomp(db_path: Path) -> None:
+    """The gomp program unmodified, its runs with libthreadlab-gomp
+    preloaded: every result verified, and every record names the library
+    as the runtime that ran (libgomp for gomp)."""
+    done = _study(db_path, "--quick", "--runs", "2", "--kernels", "pi,mips", "--factors", "platform",
+                  "--platform", "gomp,omp-ult", "--threads", "1,2", "--name", "omp-ult", timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    times = [r for r in stored_records(db_path) if r["metric"] == "time"]
+    assert {r["model"] for r in times} == {"gomp", "omp-ult"} and len(times) == 2 * 2 * 2
+    assert all(r["status"] == "ok" and next(c for c in r["checks"] if c["name"] == "verified")["ok"] for r in times)
+    library = str(OMP_ULT.preload("omp-ult", OMP_ULT.native_arch)) if OMP_ULT else ""
+    for record in times:
+        runtime = record["extra"]["runtime"]
+        if record["model"] == "omp-ult":
+            assert f"({library})" in runtime and "libthreadlab-gomp.so" in library, runtime
+            assert record["extra"]["program"] == "threadlab-app-gomp" and record["extra"]["preload"] == library
+            assert next(c for c in record["checks"] if c["name"] == "runtime")["ok"]
+        else:
+            assert "libgomp" in runtime and "libthreadlab-gomp" not in runtime, runtime
+            assert "runtime" not in {c["name"] for c in record["checks"]}
+
+
+def _a_loaded_library_without_openmp() -> Path | None:
+    """libm as this process has it: it loads, and defines no OpenMP entry."""
+    maps = Path("/proc/self/maps").read_text().split()
+    return next((Path(p) for p in maps if p.startswith("/") and Path(p).name.startswith("libm.so")), None)
+
+
+@needs_omp_ult
+def test_omp_ult_fails_when_the_preload_takes_no_effect(tmp_path: Path) -> None:
+    """A manifest whose preload loads but is no OpenMP runtime: the program
+    runs on libgomp, verifies, and every run is failed, never measured."""
+    harmless = _a_loaded_library_without_openmp()
+    if harmless is None:
+        pytest.skip("no libm mapped in this process")
+    (tmp_path / "threadlab-app-gomp").symlink_to(REAL_NATIVE_DIR / "threadlab-app-gomp")
+    (tmp_path / apps.MANIFEST_NAME).write_text(json.dumps({"native_arch": "64", "programs": {"omp-ult-64": {
+        "platform": "omp-ult", "arch": "64", "program": "threadlab-app-gomp", "preload": str(harmless),
+        "reason": None}}}))
+    programs = apps.discover_programs(tmp_path)
+    plan = apps.make_plan(programs=programs, kernels=apps.kernel_catalog(programs), kernel_names=["pi"],
+                          threads=[2], runs=2, design="platform", levels={"platform": ["omp-ult"]}, quick=True,
+                          probe=lambda program, level: None)
+    result = apps.run_study(plan, lambda cell, record: None, JobProgress(len(plan.jobs), enabled=False))
+    (record,) = [r for r in result.records if r["metric"] == "time"]
+    assert record["status"] == "failed" and schema.record_problems(record) == []
+    assert "libgomp" in record["reason"] and f"not on the preloaded {harmless.resolve()}" in record["reason"]
+    check = next(c for c in record["checks"] if c["name"] == "runtime")
+    assert not check["ok"] and check["detail"].startswith("2 of 2 runs did not run on the preloaded")
 
 
 @needs_build

@@ -575,6 +575,23 @@ def _started_pid(stdout: str) -> int | None:
 # -------------------------------------------------------------- the shim
 
 
+def preload_environment(library: Path | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`base` (None: threadlab's environment) with LD_PRELOAD naming
+    `library` first, then what it preloaded already less threadlab's OpenMP
+    runtimes (the shim, libthreadlab-gomp: one from another build
+    interposes the same entries), the rule of threadlab-omp-run
+    (native/omp/env.c); library None: those runtimes removed alone."""
+    env = dict(os.environ if base is None else base)
+    kept = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":")
+            if p and Path(p).name not in OMP_RUNTIME_LIBRARIES.values()]
+    preload = ([str(library)] if library is not None else []) + kept
+    if preload:
+        env["LD_PRELOAD"] = ":".join(preload)
+    else:
+        env.pop("LD_PRELOAD", None)
+    return env
+
+
 def check_omp_runtime(runtime: str, what: str = "--runtime") -> str:
     """An `omp run` runtime (OMP_RUNTIMES), or a UserError naming it."""
     if runtime not in OMP_RUNTIMES:

@@ -6,6 +6,11 @@ x affinity, each at 1..N threads, many times, every run its own process
 (threadlab-app-PLATFORM[-32]), the runs of all scenarios interleaved in a
 seeded random order so that drift of the machine favours none of them.
 
+The platform omp-ult is the gomp program, unmodified, with
+libthreadlab-gomp.so (libgomp's ABI on user-level threads) preloaded in
+place of libgomp: the build's manifest names the library, every run
+checks that the program really ran on it.
+
 This module plans the study (programs, factor levels, the design, the
 cells and their runs), runs it, and turns each cell (scenario x kernel x
 thread count) into threadlab.record/1 records: the times of the parallel
@@ -30,7 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from threadlab import vocabulary
 from threadlab.errors import ThreadlabError, UserError
-from threadlab.native import discovery, process
+from threadlab.native import discovery, process, rm
 from threadlab.native.process import StopRequest, exit_text
 from threadlab.records import schema
 from threadlab.records.record import new_record
@@ -45,7 +50,7 @@ BENCHMARK_PREFIX = "study.apps."
 
 KERNELS: tuple[str, ...] = ("mips", "mflops", "pi", "trapezoid")
 FACTORS: tuple[str, ...] = ("platform", "arch", "priority", "affinity")
-PLATFORMS: tuple[str, ...] = ("pthread", "c11", "gomp", "llvmomp", "ult")
+PLATFORMS: tuple[str, ...] = ("pthread", "c11", "gomp", "llvmomp", "ult", "omp-ult")
 ARCHS: tuple[str, ...] = ("64", "32")
 PRIORITIES: tuple[str, ...] = ("normal", "nice-20", "fifo", "rr", "batch", "idle")
 AFFINITIES: tuple[str, ...] = ("os", "pinned")
@@ -64,6 +69,19 @@ PAPER_TIMEOUT_S = 1800.0
 # which already runs ahead of every normal thread (fifo:P / rr:P for others).
 RT_PRIORITY = 1
 MAX_THREADS = 4096
+
+# Platforms without a program of their own: another platform's, run with
+# this library preloaded (the manifest names both).
+PRELOADED: dict[str, str] = {"omp-ult": rm.ULT_LIBRARY}
+# Levels that do not exist for a platform, whatever the build: the cells
+# are planned as unsupported with the reason, and nothing runs.
+NOT_APPLICABLE: dict[tuple[str, str, str], str] = {
+    ("omp-ult", "affinity", "pinned"): (
+        f"omp-ult cannot pin a worker to a CPU: its workers are user-level threads of {rm.ULT_LIBRARY}, which "
+        "move between virtual processors, so a worker binding itself would bind a virtual processor, not the "
+        "worker"
+    ),
+}
 
 # The affinity factor as a record placement.
 PLACEMENT_OF: dict[str, str] = {"os": "unbound", "pinned": "different-cpus"}
@@ -218,20 +236,30 @@ def program_name(platform: str, arch: str, native_arch: str = "64") -> str:
 @dataclass
 class Programs:
     """The application programs of one build: which (platform, arch) has a
-    program, and why the others have none."""
+    program, the library its runs preload (omp-ult), and why the others
+    have none."""
 
     directory: Path | None
     native_arch: str
     paths: dict[tuple[str, str], Path]
     reasons: dict[tuple[str, str], str]
+    preloads: dict[tuple[str, str], Path] = field(default_factory=dict)
 
     def path(self, platform: str, arch: str) -> Path | None:
         return self.paths.get((platform, arch))
 
+    def preload(self, platform: str, arch: str) -> Path | None:
+        return self.preloads.get((platform, arch))
+
     def reason(self, platform: str, arch: str) -> str:
         name = program_name(platform, arch, self.native_arch)
         where = f" in {self.directory}" if self.directory else ""
-        return self.reasons.get((platform, arch), f"{name} was not built (no such program{where})")
+        if (platform, arch) in self.reasons:
+            return self.reasons[(platform, arch)]
+        if platform in PRELOADED:
+            return f"the build's {MANIFEST_NAME}{where} names no program for {platform} {arch}-bit (a build " \
+                   f"older than the platform, or without {PRELOADED[platform]})"
+        return f"{name} was not built (no such program{where})"
 
 
 def _executable(path: Path) -> bool:
@@ -251,6 +279,7 @@ def discover_programs(directory: Path | None = None) -> Programs:
     native_arch = "64" if sys.maxsize > 2**32 else "32"
     paths: dict[tuple[str, str], Path] = {}
     reasons: dict[tuple[str, str], str] = {}
+    preloads: dict[tuple[str, str], Path] = {}
     manifest_path = found_dir / MANIFEST_NAME
     manifest: dict[str, Any] = {}
     if manifest_path.is_file():
@@ -263,10 +292,17 @@ def discover_programs(directory: Path | None = None) -> Programs:
         key = (str(entry.get("platform")), str(entry.get("arch")))
         if entry.get("program"):
             candidate = found_dir / str(entry["program"])
-            if _executable(candidate):
-                paths[key] = candidate
-            else:
+            # Canonical, as native/omp/env.c names a preloaded runtime.
+            library = (found_dir / str(entry["preload"])).resolve() if entry.get("preload") else None
+            if not _executable(candidate):
                 reasons[key] = f"{entry['program']} is missing from {found_dir} (build it with `make`)"
+            elif library is not None and not library.is_file():
+                reasons[key] = f"{library.name}, which {entry['program']} runs with preloaded, is missing " \
+                               f"({library}; build it with `make`)"
+            else:
+                paths[key] = candidate
+                if library is not None:
+                    preloads[key] = library
         elif entry.get("reason"):
             reasons[key] = str(entry["reason"])
     # Programs the manifest does not know (copied elsewhere, or a newer build).
@@ -275,7 +311,7 @@ def discover_programs(directory: Path | None = None) -> Programs:
         if (platform, arch) not in paths and _executable(candidate):
             paths[(platform, arch)] = candidate
             reasons.pop((platform, arch), None)
-    return Programs(found_dir, native_arch, paths, reasons)
+    return Programs(found_dir, native_arch, paths, reasons, preloads)
 
 
 def kernel_catalog(programs: Programs) -> dict[str, KernelInfo]:
@@ -336,6 +372,13 @@ class Scenario:
         return f"{self.platform} {self.arch}-bit {self.priority} {self.affinity}"
 
 
+def not_applicable(scenario: Scenario) -> str | None:
+    """Why a level of the scenario does not exist for its platform
+    (NOT_APPLICABLE), or None."""
+    keys = ((scenario.platform, factor, scenario.value(factor)) for factor in FACTORS)
+    return next((NOT_APPLICABLE[key] for key in keys if key in NOT_APPLICABLE), None)
+
+
 def expand_design(blocks: Sequence[tuple[str, ...]], levels: Mapping[str, Sequence[str]]) -> list[Scenario]:
     """Every scenario of the design, in order: for each block, the product
     of its factors' levels, the other factors at their baseline (first
@@ -359,6 +402,7 @@ class Cell:
     size: int
     program: Path | None
     unsupported: str | None = None
+    preload: Path | None = None  # the OpenMP runtime the runs preload (omp-ult)
     times: list[float] = field(default_factory=list)
     walls: list[float] = field(default_factory=list)
     runs_done: int = 0
@@ -366,6 +410,7 @@ class Cell:
     failures: list[str] = field(default_factory=list)
     misplaced: list[str] = field(default_factory=list)
     misprioritized: list[str] = field(default_factory=list)
+    off_runtime: list[str] = field(default_factory=list)  # runtimes of runs that did not run on the preload
     max_error: float = 0.0
     last: dict[str, Any] = field(default_factory=dict)
     emitted: bool = False
@@ -380,6 +425,17 @@ class Cell:
         return [str(self.program), "--run", BENCHMARK_PREFIX + self.kernel.name, "--placement",
                 PLACEMENT_OF[self.scenario.affinity], "--param", f"threads={self.threads}", "--param",
                 f"size={self.size}", "--param", f"priority={priority_argument(self.scenario.priority)}"]
+
+    def environment(self) -> dict[str, str] | None:
+        """The run's environment: threadlab's own, with the cell's runtime
+        preloaded (rm.preload_environment); None: threadlab's own."""
+        return rm.preload_environment(self.preload) if self.preload else None
+
+    def runs_on_preload(self, runtime: object) -> bool:
+        """The program's reported runtime (its OpenMP entry points' file,
+        found with dladdr) is the preloaded library: not libgomp, which a
+        preload that did not take effect leaves in place."""
+        return self.preload is None or (isinstance(runtime, str) and f"({self.preload})" in runtime)
 
 
 @dataclass
@@ -518,10 +574,14 @@ def make_plan(
     cells: list[Cell] = []
     for scenario in scenarios:
         program = programs.path(scenario.platform, scenario.arch)
+        preload = programs.preload(scenario.platform, scenario.arch)
+        inapplicable = not_applicable(scenario)
         for info in infos:
             for count in threads:
                 reason = None
-                if program is None:
+                if inapplicable:
+                    reason = inapplicable
+                elif program is None:
                     reason = programs.reason(scenario.platform, scenario.arch)
                 elif refused.get(scenario.priority):
                     reason = refused[scenario.priority]
@@ -530,7 +590,8 @@ def make_plan(
                         f"pinning {count} threads to distinct CPUs needs {count} CPUs, but this process may use "
                         f"{len(cpus)} (CPUs {','.join(map(str, cpus))})"
                     )
-                cells.append(Cell(len(cells), scenario, info, count, chosen_sizes[info.name], program, reason))
+                cells.append(Cell(len(cells), scenario, info, count, chosen_sizes[info.name], program, reason,
+                                  preload))
     numbered = interleaved_jobs([cell.index for cell in cells if cell.unsupported is None], runs, seed)
     timeout = timeout_s or (PAPER_TIMEOUT_S if paper else QUICK_TIMEOUT_S if quick else DEFAULT_TIMEOUT_S)
     return Plan(
@@ -587,7 +648,7 @@ def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequen
     argv = cell.argv() + list(extra_args)
     started = time.monotonic()
     try:
-        child = process.Follow(argv, timeout_s, stop)
+        child = process.Follow(argv, timeout_s, stop, env=cell.environment())
     except OSError as error:
         return Outcome("failed", f"cannot start {Path(argv[0]).name}: {error.strerror}", {}, 0.0)
     with child:
@@ -621,6 +682,10 @@ def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequen
         return Outcome("failed", str(data["reason"]), data, wall)
     if not _measured(data):
         return Outcome("failed", f"the record has no positive time ({data['time_s']!r})", data, wall)
+    if not cell.runs_on_preload(data.get("runtime")):
+        # It measured libgomp, not the platform: never counted as this one's.
+        return Outcome("failed", f"ran on {data.get('runtime')!s}, not on the preloaded {cell.preload} "
+                       "(the preload did not take effect)", data, wall)
     if not data["verified"]:
         return Outcome("wrong", str(data["verdict"] or "wrong result"), data, wall)
     return Outcome("ok", None, data, wall)
@@ -633,6 +698,8 @@ def record_outcome(cell: Cell, outcome: Outcome) -> None:
         return
     if outcome.kind in ("failed", "unsupported"):
         cell.failures.append(outcome.reason or "failed")
+        if outcome.data and not cell.runs_on_preload(outcome.data.get("runtime")):
+            cell.off_runtime.append(str(outcome.data.get("runtime")))
         cell.runs_done += 1
         return
     data = outcome.data
@@ -703,6 +770,13 @@ def _checks(cell: Cell) -> list[dict[str, Any]]:
     if cell.failures:
         checks.append({"name": "runs", "ok": False, "value": float(measured),
                        "detail": f"{len(cell.failures)} of {cell.runs_done} runs failed; first: {cell.failures[0]}"})
+    if cell.preload is not None:
+        # A run on another runtime is not measured (run_once), and fails this.
+        ok = not cell.off_runtime
+        checks.append({"name": "runtime", "ok": ok, "value": float(measured),
+                       "detail": f"every run reported {cell.preload.name} as its OpenMP runtime ({cell.preload})"
+                       if ok else f"{len(cell.off_runtime)} of {cell.runs_done} runs did not run on the preloaded "
+                       f"{cell.preload}; first: {cell.off_runtime[0]}"})
     if cell.scenario.affinity == "pinned":
         ok = not cell.misplaced
         checks.append({"name": "placement", "ok": ok, "value": None,
@@ -733,6 +807,8 @@ def _extra(cell: Cell, plan: Plan) -> dict[str, Any]:
         "seed": plan.seed,
         "program": cell.program.name if cell.program else None,
     }
+    if cell.preload is not None:
+        extra["preload"] = str(cell.preload)
     for key in ("runtime", "policy", "nice", "items", "result", "expected", "error_bound"):
         value = last.get(key)
         if isinstance(value, (int, float, str)) and not isinstance(value, bool):
@@ -789,4 +865,5 @@ def dry_run_lines(plan: Plan) -> Iterable[str]:
         if cell.unsupported:
             yield f"# unsupported: {cell.label}: {cell.unsupported}"
         else:
-            yield shlex.join(cell.argv())
+            preload = [f"LD_PRELOAD={cell.environment()['LD_PRELOAD']}"] if cell.preload else []
+            yield shlex.join(["env", *preload, *cell.argv()] if preload else cell.argv())

@@ -431,14 +431,8 @@ def clean_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment without OpenMP settings, threadlab's OpenMP runtimes
     (the shim, libthreadlab-gomp) or a manager's location: what 'plain
     libgomp defaults' starts from."""
-    env = {k: v for k, v in (os.environ if base is None else base).items() if not _SCRUBBED.match(k)}
-    preload = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":")
-               if p and Path(p).name not in rm.OMP_RUNTIME_LIBRARIES.values()]
-    if preload:
-        env["LD_PRELOAD"] = ":".join(preload)
-    else:
-        env.pop("LD_PRELOAD", None)
-    return env
+    return rm.preload_environment(None, {k: v for k, v in (os.environ if base is None else base).items()
+                                         if not _SCRUBBED.match(k)})
 
 
 @dataclass(frozen=True)

@@ -260,3 +260,36 @@ def test_crosscheck_of_the_pingpong(monkeypatch: pytest.MonkeyPatch, run_cli: An
     (result,) = [json.loads(line) for line in out.splitlines()]
     assert result["benchmark"] == "mpi.pingpong" and result["params"]["size"] == "8"
     assert result["suite_median_ns"] > 0 and result["naive_median_ns"] > 0
+
+
+@needs_mpi
+def test_spawned_thread_task_against_a_process_rank(tmp_path: Path) -> None:
+    """mpi.spawn.latency: side by side in one run, rank 0 with a thread
+    task of libthreadlab-spawn and with a process rank of its host; each
+    record says which, and checks that it was so and that the messages
+    went between the two."""
+    if not os.access(REAL_NATIVE_DIR.parent / "lib" / "libthreadlab-spawn.so", os.R_OK):
+        pytest.skip("no libthreadlab-spawn.so (not built)")
+    done, db = _sweep(tmp_path, "--suite", "mpi", "--quick", "--filter", "mpi.spawn.latency", "--placement",
+                      "unbound,different-cpus", "--timeout", "60", "--launcher", _launcher(PROGRAM))
+    records = stored_records(db)
+    assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []
+    assert done.returncode == 0, done.stderr
+    by = {(r["params"]["partner"], r["placement"]): r for r in records}
+    assert set(by) == {(p, pl) for p in ("thread-task", "process-rank") for pl in ("unbound", "different-cpus")}
+    for (partner, placement), r in by.items():
+        assert r["status"] == "ok", r["reason"]
+        checks = {c["name"]: c for c in r["checks"]}
+        assert all(c["ok"] for c in r["checks"]), r["checks"]
+        assert {"echoed", "partner"} <= set(checks)
+        assert ("placement_partner" in checks) == (placement == "different-cpus")
+        assert r["extra"]["spawn_library"].startswith("libthreadlab-spawn")
+        assert r["mpi"]["rank"] == 0 and r["mpi"]["world"] == 2
+        if partner == "thread-task":
+            assert "a thread task of rank 0" in checks["partner"]["detail"]
+            assert r["mpi"]["ranks"] == 1 and r["mpi"]["threads_per_rank"] == 2
+            assert "partner_rank" not in r["extra"]
+        else:
+            assert "another process of the host" in checks["partner"]["detail"]
+            assert r["mpi"]["ranks"] == 2 and r["extra"]["partner_rank"] == 1
+            assert r["extra"]["partner_pid"] != by[("thread-task", placement)]["extra"]["partner_pid"]

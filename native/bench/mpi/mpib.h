@@ -9,6 +9,7 @@
 #define THREADLAB_MPIB_H
 
 #include <mpi.h>
+#include <sched.h>
 #include <stdint.h>
 
 #include "threadlab/bench.h"
@@ -31,6 +32,13 @@
 extern const tl_bench mpib_barrier[];  /* barrier.c   the hybrid barrier of seed 002 */
 extern const tl_bench mpib_pingpong[]; /* pingpong.c  latency and bandwidth, size sweep */
 extern const tl_bench mpib_mt[];       /* mt.c        multithreaded latency and message rate */
+extern const tl_bench mpib_tasks[];    /* tasks.c     spawned thread tasks against process ranks */
+
+/* The program's arguments and CPU mask as it started (main.c), for a
+ * point that re-executes it (the framework binds the calling thread
+ * before the point runs). */
+extern char **mpib_argv;
+extern cpu_set_t mpib_start_mask;
 
 /* The parameters every benchmark has (transport) or the point-to-point ones
  * share (pair), for the tables. */
@@ -87,6 +95,8 @@ int mpib_init(tl_ctx *ctx, mpib_world *w, int required);
  * rank 0's host, or the first on another host; -1 (and the reason) when
  * there is none. */
 int mpib_partner(const mpib_world *w, char *reason, size_t len);
+/* The same for an explicit pair: inter 0 (intra-node) or 1 (inter-node). */
+int mpib_partner_on(const mpib_world *w, int inter, char *reason, size_t len);
 
 /* Makes the n world ranks of members (the same list on every rank, rank 0
  * first) the communicator of the point, each with `threads` threads, and

@@ -241,7 +241,11 @@ int mpib_init(tl_ctx *ctx, mpib_world *w, int required)
 
 int mpib_partner(const mpib_world *w, char *reason, size_t len)
 {
-    int inter = strcmp(tl_param(w->ctx, "pair"), "inter-node") == 0;
+    return mpib_partner_on(w, strcmp(tl_param(w->ctx, "pair"), "inter-node") == 0, reason, len);
+}
+
+int mpib_partner_on(const mpib_world *w, int inter, char *reason, size_t len)
+{
     for (int r = 1; r < w->world_size; r++)
         if ((strcmp(w->hosts[r], w->hosts[0]) != 0) == inter)
             return r;

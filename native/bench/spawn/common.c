@@ -1,19 +1,14 @@
-/* common.c - what the spawn benchmarks share: MPI start-up, the choice
- * of threads or processes for a point, spawning this program. */
-#define _GNU_SOURCE
-#include <limits.h>
+/* common.c - what the spawn benchmarks share: MPI start-up and the
+ * choice of threads or processes for a point (spawning and the ping-pong:
+ * echo.c, shared with the mpi suite). */
 #include <string.h>
-#include <unistd.h>
 
 #include "spawn_bench.h"
 
 #pragma weak tl_spawn_set_max_threads
-#pragma weak tl_spawn_comm_kind
 #pragma weak tl_spawn_version
 
 const char *const tlsb_kind_values[] = {"threads", "processes", NULL};
-
-static char self[PATH_MAX];
 
 int tlsb_start(tl_ctx *ctx, const char *kind)
 {
@@ -23,12 +18,6 @@ int tlsb_start(tl_ctx *ctx, const char *kind)
                             "threadlab-bench-spawn or threadlab-spawn-mpirun)");
         return -1;
     }
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) {
-        tl_fail(ctx, "cannot read /proc/self/exe: the program spawns itself");
-        return -1;
-    }
-    self[len] = '\0';
     int provided;
     MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
     /* Threads: no limit in the way; processes: the real MPI_Comm_spawn. */
@@ -42,22 +31,4 @@ int tlsb_start(tl_ctx *ctx, const char *kind)
     tl_extra_num(ctx, "thread_level", provided);
     tl_extra_str(ctx, "library", tl_spawn_version ? tl_spawn_version() : "none (plain MPI)");
     return 0;
-}
-
-MPI_Comm tlsb_spawn(tl_ctx *ctx, const char *role, int n)
-{
-    char *args[] = {"child", (char *)role, NULL};
-    MPI_Comm inter = MPI_COMM_NULL;
-    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-    if (MPI_Comm_spawn(self, args, n, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter, MPI_ERRCODES_IGNORE) != MPI_SUCCESS) {
-        tl_fail(ctx, "MPI_Comm_spawn of %s failed", self);
-        return MPI_COMM_NULL;
-    }
-    return inter;
-}
-
-int tlsb_kind_is(MPI_Comm comm, const char *kind)
-{
-    int k = tl_spawn_comm_kind ? tl_spawn_comm_kind(comm) : TL_SPAWN_KIND_PROCESSES;
-    return !strcmp(kind, "threads") ? k == TL_SPAWN_KIND_THREADS : k == TL_SPAWN_KIND_PROCESSES;
 }

@@ -19,7 +19,7 @@ static double time_create(void *arg, uint64_t iterations)
     create_state *s = arg;
     uint64_t t0 = tl_now();
     for (uint64_t i = 0; i < iterations; i++) {
-        MPI_Comm kid = tlsb_spawn(s->ctx, TLSB_ROLE_HELLO, 1);
+        MPI_Comm kid = tlsb_spawn(s->ctx, TLSB_ROLE_HELLO, 1, -1);
         if (kid == MPI_COMM_NULL)
             return -1;
         int hello = 0;

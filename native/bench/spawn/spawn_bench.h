@@ -38,13 +38,34 @@ extern const char *const tlsb_kind_values[];
 
 /* MPI up for a point (once per program); 0, or -1 after tl_fail/tl_unsupported. */
 int tlsb_start(tl_ctx *ctx, const char *kind);
-/* Spawns n copies of this program in role; the intercommunicator, or
- * MPI_COMM_NULL after tl_fail. */
-MPI_Comm tlsb_spawn(tl_ctx *ctx, const char *role, int n);
 /* 1 when comm is of the kind the point asked for. */
 int tlsb_kind_is(MPI_Comm comm, const char *kind);
-/* The task side: main.c dispatches, pingpong.c echoes. */
-int tlsb_child(const char *role, MPI_Comm parent);
-int tlsb_echo(MPI_Comm parent);
+
+/* echo.c: the ping-pong with a partner across an intercommunicator, shared
+ * with the mpi suite (mpi.spawn.latency). */
+
+/* Spawns n copies of this program in role, to run bound to cpu (-1: not
+ * bound); the intercommunicator, or MPI_COMM_NULL after tl_fail. */
+MPI_Comm tlsb_spawn(tl_ctx *ctx, const char *role, int n, int cpu);
+/* A program's main as a spawned task (`PROGRAM child ROLE [CPU]`): its exit
+ * status, or -1 when the arguments are not a task's. */
+int tlsb_child_main(int argc, char **argv);
+int tlsb_child(const char *role, MPI_Comm parent, int cpu);
+/* The partner's side: says who it is, echoes until told to stop, says how
+ * many it echoed. */
+int tlsb_echo(MPI_Comm parent, int cpu);
+
+/* Who answered the ping-pong. */
+typedef struct {
+    long long pid, tid; /* its process and thread */
+    int cpu;            /* where it ran when it started */
+    uint64_t misplaced; /* batches it ran off the CPU it was bound to */
+} tlsb_partner;
+
+/* The parent's side: times round trips of `bytes` with the partner of
+ * the intercommunicator (tl_measure, a sample half a round trip), stops
+ * it, and checks `echoed` (every echo, and the partner's count).  0, or
+ * -1 (the measurement failed). */
+int tlsb_pingpong(tl_ctx *ctx, MPI_Comm partner, int bytes, tlsb_partner *who);
 
 #endif

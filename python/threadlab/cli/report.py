@@ -17,9 +17,9 @@ def register(commands: Any, common: ArgumentParser) -> None:
     rep = commands.add_parser(
         "report", parents=[common], help="write a self-contained HTML report with figures",
         description="Write DIR/index.html, a self-contained page (inline SVG figures, no network needed): the "
-        "machine and its warnings, an overview of every result, comparisons of the runs, each benchmark family "
-        "as a table and as bars with 95%% CI, ECDFs, study speedups, the environment; and each figure as a PNG "
-        "in DIR/figures/.",
+        "machine and its warnings, an overview of every result, the omp suite's constructs by runtime, "
+        "comparisons of the runs, each benchmark family as a table and as bars with 95%% CI, ECDFs, study speedups, "
+        "the environment; and each figure as a PNG in DIR/figures/.",
     )
     rep.set_defaults(handler=cmd_report)
     rep.add_argument("runs", nargs="*", metavar="RUN", help="runs to report, the first as the baseline (default latest)")

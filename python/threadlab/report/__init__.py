@@ -42,6 +42,8 @@ from threadlab.report import html
 from threadlab.report.html import Cell
 from threadlab.records.store import RunInfo
 from threadlab.output.table import Footnotes
+from threadlab.report.cells import check_mark, median_text, missing_cell
+from threadlab.report.omp import omp_section
 from threadlab.report.spawn import spawn_section
 from threadlab.vocabulary import RECORD_PLACEMENTS
 from threadlab.output.units import format_duration, format_value, is_time_unit
@@ -187,25 +189,18 @@ def _slug(text: str) -> str:
 
 
 def _value_cell(record: Mapping[str, Any] | None, notes: Footnotes) -> Cell:
-    if record is None:
-        return Cell("")
-    if record["status"] != "ok":
-        ref = notes.ref(f"{record['status']}: {record['reason']}")
-        if record["status"] == "unsupported":
-            return Cell(f"n/a {ref}", "num na")
-        return Cell(f"FAILED {ref}", "num failed")
+    missing = missing_cell(record, notes)
+    if missing is not None:
+        return missing
+    assert record is not None
     summary = stats.record_summary(record)
     d = stats.record_description(record)
     text = format_value(summary.median if summary else None, record["unit"])
     tip = f"{record['quantity']}; median"
     if d is not None:
-        tip += f" {format_value(d.median, record['unit'])}, 95% CI [{format_value(d.median_ci.low, record['unit'])}, {format_value(d.median_ci.high, record['unit'])}], n = {d.n}"
-    cls = "num"
-    checks = failed_checks(record)
-    if checks:
-        text += " ! " + notes.ref(f"{record['benchmark']}: " + "; ".join(checks))
-        cls += " flag"
-    return Cell(text, cls, tip)
+        tip += f" {median_text(d, record['unit'])} (95% CI), n = {d.n}"
+    mark = check_mark(record, notes)
+    return Cell(text + mark, "num flag" if mark else "num", tip)
 
 
 def overview_single(records: Sequence[Mapping[str, Any]]) -> str:
@@ -250,11 +245,9 @@ def detail_table(points: Sequence[DescribedPoint]) -> str:
     for point in points:
         record, d, unit = point.record, point.description, point.unit
         row_notes = list(failed_checks(record))
-        if record["status"] != "ok":
-            status = "n/a" if record["status"] == "unsupported" else "FAILED"
-            ref = notes.ref(f"{record['status']}: {record['reason']}")
-            rows.append([Cell(point.label), Cell(placement_text(record["placement"])),
-                         Cell(f"{status} {ref}", "num na" if status == "n/a" else "num failed")] + [Cell("")] * 7)
+        missing = missing_cell(record, notes)
+        if missing is not None:
+            rows.append([Cell(point.label), Cell(placement_text(record["placement"])), missing] + [Cell("")] * 7)
             continue
         if d is None:
             formula = (record.get("derived") or {}).get("formula", "")
@@ -262,7 +255,7 @@ def detail_table(points: Sequence[DescribedPoint]) -> str:
                          Cell(format_value(point.value, unit), "num"), Cell("derived", "na"), Cell(""), Cell(""),
                          Cell(""), Cell(""), Cell(""), Cell(formula, "wrap na")])
             continue
-        median = f"{format_value(d.median, unit)} [{format_value(d.median_ci.low, unit)}, {format_value(d.median_ci.high, unit)}]"
+        median = median_text(d, unit)
         if d.median_ci.short:
             row_notes.append(f"the median's interval covers only {d.median_ci.coverage:.0%} with n = {d.n}")
         mean = format_value(d.mean, unit)
@@ -612,6 +605,16 @@ def build_page(runs: Sequence[tuple[RunInfo, list[dict[str, Any]]]], out_dir: Re
     else:
         sides = [compare.Side(run.label + f" on {run.hostname}", f"run {run.id}", records) for run, records in runs]
         body.append(overview_matrix(sides, alpha, test))
+    # -- the omp suite: every construct by runtime
+    omp_parts = [omp_section(run, records, len(runs) > 1) for run, records in runs]
+    if any(omp_parts):
+        nav.append(("omp-runtimes", "OpenMP"))
+        body.append('<h2 id="omp-runtimes">OpenMP constructs by runtime</h2>')
+        body.append('<p class="lede">The omp suite (docs/omp-suite.md): per construct, the EPCC overhead (the '
+                    "construct around a calibrated delay minus the delay alone) under each runtime, its median with "
+                    "the distribution-free 95% interval; runtime / gomp: the ratio of the medians to libgomp's with "
+                    "its 95% Price-Bonett interval (above 1: costlier than libgomp).</p>")
+        body += omp_parts
     # -- comparisons
     if len(runs) > 1:
         nav.append(("comparisons", "Comparisons"))

@@ -28,7 +28,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -41,7 +40,7 @@ from threadlab.records import schema
 from threadlab.records.record import new_record
 from threadlab.run.progress import JobProgress
 from threadlab.run.runner import Result
-from threadlab.study.engine import Job, allowed_cpus, cell_record, drive, interleaved_jobs, new_seed
+from threadlab.study.engine import Job, allowed_cpus, cell_record, drive, interleaved_jobs, new_seed, run_program
 
 STUDY = "apps"
 APP_PREFIX = discovery.APP_PREFIX
@@ -645,23 +644,12 @@ def run_once(cell: Cell, timeout_s: float, stop: StopRequest, extra_args: Sequen
     """Runs the cell's program once (process.Follow: its own process group,
     within the timeout) and reads its record.  None when a stop (Ctrl-C)
     was requested meanwhile."""
-    argv = cell.argv() + list(extra_args)
-    started = time.monotonic()
-    try:
-        child = process.Follow(argv, timeout_s, stop, env=cell.environment())
-    except OSError as error:
-        return Outcome("failed", f"cannot start {Path(argv[0]).name}: {error.strerror}", {}, 0.0)
-    with child:
-        lines = list(child.lines())
-    wall = time.monotonic() - started
-    if stop.requested:
-        return None
-    if child.timed_out:
+    ran = run_program(cell.argv() + list(extra_args), timeout_s, stop, env=cell.environment())
+    if ran is None or isinstance(ran, str):
+        return None if ran is None else Outcome("failed", ran, {}, 0.0)
+    lines, wall, said, code = ran.lines, ran.wall_s, ran.said, ran.returncode
+    if ran.timed_out:
         return Outcome("failed", f"timed out after {timeout_s:g} s", {}, wall)
-    said = child.stderr_summary()
-    said = said[:process.LINE_KEEP] if said else None
-    code = child.returncode
-    assert code is not None
     problem = None
     records: list[dict[str, Any]] = []
     for number, line in enumerate(lines, start=1):

@@ -21,11 +21,14 @@ from __future__ import annotations
 import importlib
 import os
 import random
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from threadlab import vocabulary
 from threadlab.analysis import stats
+from threadlab.native import process
 from threadlab.native.process import StopRequest
 from threadlab.records import schema
 from threadlab.run.progress import JobProgress
@@ -70,6 +73,38 @@ class Cell(Protocol):
 
     @property
     def label(self) -> str: ...
+
+
+@dataclass
+class Finished:
+    """A study program's run, followed to its end (run_program)."""
+
+    lines: list[str]  # its standard output
+    wall_s: float
+    returncode: int
+    timed_out: bool
+    said: str | None  # what it said last on standard error, cut to process.LINE_KEEP
+
+
+def run_program(argv: Sequence[str], timeout_s: float, stop: StopRequest,
+                env: Mapping[str, str] | None = None) -> Finished | str | None:
+    """One run of a study's program (process.Follow: its own process group,
+    within timeout_s), followed to its end.  None when a stop (Ctrl-C) was
+    requested meanwhile; a string when it could not start (the reason)."""
+    started = time.monotonic()
+    try:
+        child = process.Follow(list(argv), timeout_s, stop, env=env)
+    except OSError as error:
+        return f"cannot start {Path(argv[0]).name}: {error.strerror}"
+    with child:
+        lines = list(child.lines())
+    wall = time.monotonic() - started
+    if stop.requested:
+        return None
+    said = child.stderr_summary()
+    code = child.returncode
+    assert code is not None
+    return Finished(lines, wall, code, child.timed_out, said[:process.LINE_KEEP] if said else None)
 
 
 class Outcome(Protocol):

@@ -22,7 +22,6 @@ task measured, instead of being run.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -34,7 +33,7 @@ from threadlab.records import schema
 from threadlab.records.record import new_record
 from threadlab.run.progress import JobProgress
 from threadlab.run.runner import Result
-from threadlab.study.engine import Job, cell_record, drive, interleaved_jobs, new_seed
+from threadlab.study.engine import Job, cell_record, drive, interleaved_jobs, new_seed, run_program
 
 STUDY = "spawn"
 PROGRAM = "threadlab-spawn-cilksort"
@@ -54,9 +53,9 @@ MAX_N = 500_000_000
 DEFAULT_RUNS = 5  # the seed took 20: --runs 20
 QUICK_RUNS = 2
 DEFAULT_TIMEOUT_S = 600.0
-QUICK_TIMEOUT_S = 60.0
+QUICK_TIMEOUT_S = 20.0  # a quick run takes 2 s at most here: a hang costs 20 s, not 60
 DEFAULT_SPAWN_TIMEOUT_S = 30.0
-QUICK_SPAWN_TIMEOUT_S = 15.0
+QUICK_SPAWN_TIMEOUT_S = 10.0
 # A cell estimated past this multiple of the time limit is not run.
 HOPELESS = 2.0
 _COUNT_TIMEOUT_S = 300.0
@@ -270,28 +269,17 @@ def run_once(plan: Plan, cell: Cell, stop: StopRequest, n: int | None = None) ->
     """One CilkSort of the cell (process.Follow: its own process group,
     within the launcher's time limit and a margin of ours).  None when a
     stop (Ctrl-C) was requested meanwhile."""
-    argv = run_argv(plan, cell, n)
-    started = time.monotonic()
-    try:
-        child = process.Follow(argv, plan.timeout_s + 15, stop)
-    except OSError as error:
-        return Outcome("failed", f"cannot start {Path(argv[0]).name}: {error.strerror}", {}, 0.0)
-    with child:
-        lines = list(child.lines())
-    wall = time.monotonic() - started
-    if stop.requested:
-        return None
-    record = _record(lines)
+    ran = run_program(run_argv(plan, cell, n), plan.timeout_s + 15, stop)
+    if ran is None or isinstance(ran, str):
+        return None if ran is None else Outcome("failed", ran, {}, 0.0)
+    record = _record(ran.lines)
     # The library's own error line when it has one (a hung spawn says what
     # hung), else the last line of stderr.
-    said = child.stderr_summary()
-    said = said[:process.LINE_KEEP] if said else None
-    if child.timed_out or child.returncode == 124:
+    said, wall, code = ran.said, ran.wall_s, ran.returncode
+    if ran.timed_out or code == 124:
         return Outcome("failed", said if said and "did not return within" in said
                        else f"timed out after {plan.timeout_s:g} s", record or {}, wall)
     if record is None:
-        code = child.returncode
-        assert code is not None
         return Outcome("failed", process.exit_text(code) + (f": {said}" if said else "") + " (no record)", {}, wall)
     if record["status"] != "ok":
         return Outcome("failed", str(record.get("reason") or said or "failed"), record, wall)

@@ -6,9 +6,7 @@
  * the local-ready probe. A lost wake-up shows as a hang: the alarm turns
  * it into a failure. */
 #define _GNU_SOURCE
-#include "check.h"
-#include "check_async.h"
-#include "threadlab/ult.h"
+#include "check_ult.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -16,24 +14,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#if defined(__SANITIZE_THREAD__)
-#define SCALE 10
-#else
-#define SCALE 1
-#endif
-
-static void init_with(unsigned nvps)
-{
-    tl_ult_config cfg;
-    tl_ult_config_init(&cfg);
-    cfg.nvps = nvps;
-    cfg.pin = 0;
-    if (tl_ult_init(&cfg) != 0) {
-        fprintf(stderr, "tl_ult_init failed\n");
-        exit(1);
-    }
-}
 
 /* ---- tl_ult_wait / tl_ult_wake --------------------------------------------- */
 
@@ -303,7 +283,7 @@ static void test_deque(void)
 static void test_local_ready(void)
 {
     /* one VP: a created thread is ready on the caller's VP */
-    init_with(1);
+    ult_test_start(1);
     CHECK(tl_ult_local_ready() == 0);
     tl_ult_t t;
     CHECK(tl_ult_create(&t, NULL, nop, NULL) == 0);
@@ -318,7 +298,7 @@ int main(void)
     alarm(120);
     CHECK(tl_ult_set_active_vps(1) == EAGAIN);
     CHECK(tl_ult_active_vps() == 0);
-    init_with(3);
+    ult_test_start(3);
     test_wait_wake();
     test_active_vps();
     test_stopping_bound();

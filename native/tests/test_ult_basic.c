@@ -2,9 +2,7 @@
  * detach, exit, yield, self), thread-local data, attributes, errors,
  * creation from a foreign kernel thread, re-initialisation. */
 #define _GNU_SOURCE
-#include "check.h"
-#include "check_async.h"
-#include "threadlab/ult.h"
+#include "check_ult.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -13,12 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#if defined(__SANITIZE_THREAD__)
-#define SCALE 10
-#else
-#define SCALE 1
-#endif
 
 /* CHECK is not thread-safe: ULTs on other VPs count failures here, and the
  * primordial ULT checks the count. */

@@ -3,9 +3,7 @@
  * signals, FIFO semaphore hand-off, one serial thread per barrier round,
  * sleep durations) on one VP and on several. */
 #define _GNU_SOURCE
-#include "check.h"
-#include "check_async.h"
-#include "threadlab/ult.h"
+#include "check_ult.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -15,24 +13,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#if defined(__SANITIZE_THREAD__)
-#define SCALE 10
-#else
-#define SCALE 1
-#endif
-
-static void init_vps(unsigned n)
-{
-    tl_ult_config cfg;
-    tl_ult_config_init(&cfg);
-    cfg.nvps = n;
-    cfg.pin = 0;
-    if (tl_ult_init(&cfg) != 0) {
-        fprintf(stderr, "tl_ult_init failed\n");
-        exit(1);
-    }
-}
 
 static void join_all(tl_ult_t *t, int n)
 {
@@ -419,7 +399,7 @@ static void test_external_context(void)
 int main(void)
 {
     alarm(100);
-    init_vps(1);
+    ult_test_start(1);
     test_mutex_blocks_ult_only();
     test_mutex_counter(8, 2000 / SCALE);
     test_bounded_buffer(3, 2, 3000 / SCALE);
@@ -431,7 +411,7 @@ int main(void)
     test_external_context();
     CHECK(tl_ult_finalize() == 0);
 
-    init_vps(4);
+    ult_test_start(4);
     test_mutex_counter(32, 3000 / SCALE);
     test_bounded_buffer(6, 4, 4000 / SCALE);
     test_broadcast(50);

@@ -42,7 +42,7 @@ def real_native(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _args(**given: Any) -> argparse.Namespace:
     base = dict(command=[], no_library=False, linked=False, mpi="openmpi", max_threads="auto", timeout=600.0,
-                spawn_timeout=None, singleton=False, np=1)
+                spawn_timeout=None, singleton=False, np=1, limit_counts=None)
     base.update(given)
     return argparse.Namespace(**base)
 
@@ -85,7 +85,15 @@ def test_launcher_command_line(tmp_path: Path) -> None:
     args = _args(command=[str(program)], linked=True, max_threads="4", spawn_timeout=5.0, singleton=True)
     argv = launcher_argv(args, launcher, program_command(args))
     assert argv[argv.index("--max-threads") + 1] == "4" and "--linked" in argv and "--singleton" in argv
-    assert argv[argv.index("--spawn-timeout") + 1] == "5"
+    assert argv[argv.index("--spawn-timeout") + 1] == "5" and "--limit-counts" not in argv
+    args = _args(command=[str(program)], linked=True, max_threads="4", limit_counts="runnable")
+    argv = launcher_argv(args, launcher, program_command(args))
+    assert argv[argv.index("--limit-counts") + 1] == "runnable"
+
+
+def test_spawn_run_refuses_an_unknown_limit_count(run_cli: Any) -> None:
+    code, _, err = run_cli("spawn", "run", "--limit-counts", "sleeping", "--", "true")
+    assert code == 2 and "--limit-counts sleeping: expected one of running, runnable" in err
 
 
 @needs_mpi
@@ -165,6 +173,25 @@ def test_run_command_lines() -> None:
                                           "--param", "max_threads=process-only"]
     argv = study.run_argv(plan, four)
     assert argv[argv.index("--max-threads") + 1] == "4" and "max_threads=4" in argv
+    # The seed's count, said at every run (a THREADLAB_SPAWN_LIMIT_COUNTS of
+    # the caller's environment does not change the study); none without the library.
+    assert argv[argv.index("--limit-counts") + 1] == "running" and "--limit-counts" not in study.run_argv(plan, plain)
+    plan = _plan(quick=True, limits=["process-only", "4"], limit_counts="runnable")
+    assert plan.options()["limit_counts"] == "runnable"
+    argv = study.run_argv(plan, plan.cells[1])
+    assert argv[argv.index("--limit-counts") + 1] == "runnable"
+
+
+@needs_mpi
+def test_study_dry_run_carries_the_limit_count(real_native: Path, run_cli: Any) -> None:
+    code, out, err = run_cli("study", "spawn", "--quick", "--dry-run", "--limit-counts", "runnable")
+    assert code == 0, err
+    commands = [line for line in out.splitlines() if not line.startswith("#")]
+    with_library = [line for line in commands if "--max-threads" in line]
+    assert with_library and all("--limit-counts runnable" in line for line in with_library)
+    assert all("--limit-counts" not in line for line in commands if "--no-library" in line)
+    code, _, err = run_cli("study", "spawn", "--quick", "--dry-run", "--limit-counts", "idle")
+    assert code == 2 and "--limit-counts idle: expected one of running, runnable" in err
 
 
 @pytest.mark.parametrize("parse,text,message", [
@@ -213,6 +240,7 @@ def test_cell_records_from_outcomes() -> None:
     runs = next(c for c in time_four["checks"] if c["name"] == "runs")
     assert not runs["ok"] and "did not return" in runs["detail"]
     assert time_four["extra"]["thread_tasks_mean"] == 6 and time_four["extra"]["process_tasks_mean"] == 4
+    assert time_four["extra"]["limit_counts"] == "running" and time_plain["extra"]["limit_counts"] is None
     rows = tables_spawn.summary_rows(records)
     assert [(r["input"], r["max_threads"]) for r in rows] == [("sorted", "process-only"), ("sorted", "4")]
     assert rows[1]["ratio_to_process_only"] == pytest.approx(0.5 / 2.1)

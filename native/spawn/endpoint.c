@@ -149,18 +149,23 @@ void tlsp_req_wait(tlsp_req *r)
             if (tlsp_req_done(r))
                 return;
         }
+    int park = -1; /* parked at the first sleep, not before: a wait that ends spinning keeps its slot */
     for (;;) {
         uint32_t expected = TLSP_PENDING;
         if (!atomic_compare_exchange_strong_explicit(&r->state, &expected, TLSP_SLEEPING, memory_order_acq_rel,
                                                      memory_order_acquire) &&
             expected == TLSP_DONE)
-            return;
+            break;
+        if (park < 0)
+            park = tlsp_park();
         /* A long timeout: a lost wake-up (there is none by design) would
          * cost a second, never a hang. */
         tl_rm_futex_wait((uint32_t *)&r->state, TLSP_SLEEPING, UINT64_C(1000000000));
         if (tlsp_req_done(r))
-            return;
+            break;
     }
+    if (park >= 0)
+        tlsp_unpark(park);
 }
 
 tlsp_req *tlsp_req_alloc(int kind, const tlsp_view *view)

@@ -122,6 +122,8 @@ TLSP_EXPORT int tl_spawn_get_stats(tl_spawn_stats *out)
     out->limit = tlsp_limit_now();
     out->running = atomic_load(&tlsp_count.running);
     out->peak_running = atomic_load(&tlsp_count.peak_running);
+    out->parked = atomic_load(&tlsp_count.parked);
+    out->limit_counts = tlsp_cfg.limit_counts;
     out->thread_tasks = atomic_load(&tlsp_count.thread_tasks);
     out->process_tasks = atomic_load(&tlsp_count.process_tasks);
     out->thread_spawns = atomic_load(&tlsp_count.thread_spawns);

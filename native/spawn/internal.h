@@ -66,6 +66,7 @@ typedef struct {
     unsigned spin;          /* busy-wait iterations before sleeping */
     size_t eager_bytes;     /* messages up to this size are copied at once */
     int quiet;              /* no notices */
+    int limit_counts;       /* TL_SPAWN_COUNTS_RUNNING or _RUNNABLE */
 } tlsp_settings;
 
 extern tlsp_settings tlsp_cfg;
@@ -353,11 +354,20 @@ int tlsp_same_executable(const char *command);
 int tlsp_limit_reserve(int n);
 void tlsp_limit_release(int n);
 long tlsp_limit_now(void);
+/* Around a thread's sleep in one of the library's waits (the futex waits
+ * of tlsp_req_wait and tlsp_probe): a thread task is counted as parked,
+ * and under TL_SPAWN_COUNTS_RUNNABLE gives its slot of the limit back
+ * meanwhile.  tlsp_park returns the token tlsp_unpark takes. */
+int tlsp_park(void);
+void tlsp_unpark(int token);
 void tlsp_limit_shutdown(void);
 
 /* Process-wide counters (tl_spawn_stats). */
 typedef struct {
     _Atomic long running;          /* thread tasks alive */
+    _Atomic long counted;          /* slots held against the limit: running, less the
+                                    * parked under TL_SPAWN_COUNTS_RUNNABLE */
+    _Atomic long parked;           /* thread tasks asleep in the library's waits */
     _Atomic long thread_tasks;     /* ever started */
     _Atomic long process_tasks;    /* processes asked of the real MPI_Comm_spawn */
     _Atomic long thread_spawns;    /* MPI_Comm_spawn calls served by threads */

@@ -6,9 +6,12 @@
  * manager on its first spawn decision, asking for its CPUs; the manager's
  * answer is read at every decision (a few loads, no system call), and a
  * manager that stops or dies is noticed there: the limit falls back to
- * the CPUs.  The count of running tasks is the one counter of
- * tlsp_count.running, taken by compare-and-swap: a decision never holds a
- * lock. */
+ * the CPUs.  The slots held against the limit are the one counter
+ * tlsp_count.counted, taken by compare-and-swap: a decision never holds a
+ * lock.  It equals the thread tasks alive (tlsp_count.running), or under
+ * THREADLAB_SPAWN_LIMIT_COUNTS=runnable those alive less those asleep in
+ * the library's waits (tlsp_park): the limit then bounds the CPUs busy
+ * with thread tasks, what auto and a manager's allocation mean. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
@@ -81,18 +84,44 @@ long tlsp_limit_now(void)
 int tlsp_limit_reserve(int n)
 {
     long limit = tlsp_limit_now();
-    long cur = atomic_load_explicit(&tlsp_count.running, memory_order_relaxed);
+    long cur = atomic_load_explicit(&tlsp_count.counted, memory_order_relaxed);
     do {
         if (cur + n > limit)
             return 0;
-    } while (!atomic_compare_exchange_weak_explicit(&tlsp_count.running, &cur, cur + n, memory_order_acq_rel,
+    } while (!atomic_compare_exchange_weak_explicit(&tlsp_count.counted, &cur, cur + n, memory_order_acq_rel,
                                                     memory_order_relaxed));
+    long alive = atomic_fetch_add_explicit(&tlsp_count.running, n, memory_order_acq_rel) + n;
     long peak = atomic_load_explicit(&tlsp_count.peak_running, memory_order_relaxed);
-    while (cur + n > peak &&
-           !atomic_compare_exchange_weak_explicit(&tlsp_count.peak_running, &peak, cur + n, memory_order_relaxed,
+    while (alive > peak &&
+           !atomic_compare_exchange_weak_explicit(&tlsp_count.peak_running, &peak, alive, memory_order_relaxed,
                                                   memory_order_relaxed))
         ;
     return 1;
+}
+
+/* Token bits of tlsp_park. */
+enum { PARK_COUNTED = 1, PARK_SLOT = 2 };
+
+int tlsp_park(void)
+{
+    if (!tlsp_self_task)
+        return 0; /* a thread that is no task holds no slot */
+    atomic_fetch_add_explicit(&tlsp_count.parked, 1, memory_order_relaxed);
+    if (tlsp_cfg.limit_counts != TL_SPAWN_COUNTS_RUNNABLE)
+        return PARK_COUNTED;
+    atomic_fetch_sub_explicit(&tlsp_count.counted, 1, memory_order_acq_rel);
+    return PARK_COUNTED | PARK_SLOT;
+}
+
+void tlsp_unpark(int token)
+{
+    /* The slot is taken back whatever the limit: the task is runnable
+     * again and must finish its wait.  The count may exceed the limit for
+     * a while; spawns meanwhile are processes until it falls back. */
+    if (token & PARK_SLOT)
+        atomic_fetch_add_explicit(&tlsp_count.counted, 1, memory_order_acq_rel);
+    if (token & PARK_COUNTED)
+        atomic_fetch_sub_explicit(&tlsp_count.parked, 1, memory_order_relaxed);
 }
 
 void tlsp_limit_shutdown(void)

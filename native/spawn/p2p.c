@@ -236,7 +236,9 @@ int tlsp_probe(const tlsp_view *v, int src, int tag, int blocking, int *out_src,
         uint32_t seen = atomic_load_explicit(&ep->arrivals, memory_order_acquire);
         ep->probing = 1;
         pthread_mutex_unlock(&ep->lock);
+        int park = tlsp_park();
         tl_rm_futex_wait((uint32_t *)&ep->arrivals, seen, UINT64_C(1000000000));
+        tlsp_unpark(park);
         spun = 0;
     }
 }

@@ -18,6 +18,7 @@ tlsp_settings tlsp_cfg = {
     .spin = 100000,
     .eager_bytes = 4096,
     .quiet = 0,
+    .limit_counts = TL_SPAWN_COUNTS_RUNNING,
 };
 
 static void emit(const char *prefix, const char *fmt, va_list ap)
@@ -156,6 +157,15 @@ void tlsp_settings_load(void)
             bad_setting(TL_SPAWN_ENV_MAX_THREADS, v, "a number of thread tasks from 0 to 1000000, or 'auto'");
         tlsp_cfg.limit_mode = TLSP_LIMIT_NUMBER;
         tlsp_cfg.limit = n;
+    }
+    v = getenv(TL_SPAWN_ENV_LIMIT_COUNTS);
+    if (v && *v) {
+        if (strcmp(v, "running") == 0)
+            tlsp_cfg.limit_counts = TL_SPAWN_COUNTS_RUNNING;
+        else if (strcmp(v, "runnable") == 0)
+            tlsp_cfg.limit_counts = TL_SPAWN_COUNTS_RUNNABLE;
+        else
+            bad_setting(TL_SPAWN_ENV_LIMIT_COUNTS, v, "running or runnable");
     }
     v = getenv(TL_SPAWN_ENV_TIMEOUT);
     if (v && *v) {

@@ -110,6 +110,7 @@ void tlsp_task_end(tlsp_task *t, int status)
 
 void tlsp_limit_release(int n)
 {
+    atomic_fetch_sub_explicit(&tlsp_count.counted, n, memory_order_acq_rel);
     long left = atomic_fetch_sub_explicit(&tlsp_count.running, n, memory_order_acq_rel) - n;
     if (left == 0) {
         pthread_mutex_lock(&tasks_lock);

@@ -9,6 +9,9 @@
 #
 #   --mpi openmpi|mpich   the MPI the program was built with (default openmpi)
 #   --max-threads N|auto  thread limit of libthreadlab-spawn (default auto)
+#   --limit-counts running|runnable
+#                         THREADLAB_SPAWN_LIMIT_COUNTS: what the limit
+#                         counts (default running, docs/spawn.md)
 #   --no-library          plain MPI: every spawn is a process
 #   --linked              the program is linked with the library already
 #                         (sanitizer builds): no LD_PRELOAD
@@ -37,6 +40,7 @@ library=1
 linked=0
 timeout_s=600
 spawn_timeout=""
+limit_counts=""
 singleton=0
 np=1
 
@@ -44,6 +48,7 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --mpi) [[ $# -ge 2 ]] || die "--mpi needs a value"; mpi="$2"; shift 2 ;;
         --max-threads) [[ $# -ge 2 ]] || die "--max-threads needs a value"; max_threads="$2"; shift 2 ;;
+        --limit-counts) [[ $# -ge 2 ]] || die "--limit-counts needs a value"; limit_counts="$2"; shift 2 ;;
         --no-library) library=0; shift ;;
         --linked) linked=1; shift ;;
         --timeout) [[ $# -ge 2 ]] || die "--timeout needs a value"; timeout_s="$2"; shift 2 ;;
@@ -63,6 +68,7 @@ case "$mpi" in
     *) die "--mpi $mpi: expected openmpi or mpich" ;;
 esac
 [[ "$max_threads" == auto || "$max_threads" =~ ^[0-9]+$ ]] || die "--max-threads $max_threads: expected a number or 'auto'"
+[[ -z "$limit_counts" || "$limit_counts" == running || "$limit_counts" == runnable ]] || die "--limit-counts $limit_counts: expected running or runnable"
 [[ "$timeout_s" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--timeout $timeout_s: expected seconds"
 [[ -z "$spawn_timeout" || "$spawn_timeout" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--spawn-timeout $spawn_timeout: expected seconds"
 [[ "$np" =~ ^[1-9][0-9]*$ ]] || die "-n $np: expected a positive number of processes"
@@ -79,6 +85,7 @@ fi
 if [[ $library -eq 1 ]]; then
     export THREADLAB_SPAWN_MAX_THREADS="$max_threads"
     [[ -z "$spawn_timeout" ]] || export THREADLAB_SPAWN_TIMEOUT="$spawn_timeout"
+    [[ -z "$limit_counts" ]] || export THREADLAB_SPAWN_LIMIT_COUNTS="$limit_counts"
     if [[ $linked -eq 0 ]]; then
         [[ -f "$lib" ]] || die "$lib is not built (an MPI and 'make build' are needed)"
         export LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}"

@@ -647,6 +647,52 @@ static int run_hello(MPI_Comm parent)
     return 0;
 }
 
+/* What the limit counts: a thread task asleep in MPI_Recv holds its slot
+ * (running, the default) or gives it back (runnable).  At a limit of 1
+ * the start spawns a waiter, a thread, and spawns again once the waiter
+ * sleeps: a process, or under runnable counting a thread. */
+static int parked_now(void)
+{
+    tl_spawn_stats s = {0};
+    if (tl_spawn_get_stats)
+        tl_spawn_get_stats(&s);
+    return (int)s.parked;
+}
+
+static int run_park_start(const char *self)
+{
+    MPI_Comm waiter = spawn_self(self, "waiter", 1);
+    int waiter_kind = kind_of(waiter);
+    /* The waiter parks once its spin runs out: 30 s is a broken library. */
+    double deadline = MPI_Wtime() + 30;
+    while (parked_now() != 1 && MPI_Wtime() < deadline)
+        usleep(1000);
+    int parked = parked_now();
+    int second = spawn_kind(self, MPI_INFO_NULL);
+    int v = 77, back = 0;
+    MPI_Send(&v, 1, MPI_INT, 0, 5, waiter);
+    MPI_Recv(&back, 1, MPI_INT, 0, 6, waiter, MPI_STATUS_IGNORE);
+    MPI_Comm_disconnect(&waiter);
+    tl_spawn_stats s = {0};
+    if (tl_spawn_get_stats)
+        tl_spawn_get_stats(&s);
+    printf("park: waiter %s, %d parked, second spawn %s (limit %ld counts %s), waiter answered %d, %ld parked "
+           "after\n",
+           kind_name(waiter_kind), parked, kind_name(second), s.limit,
+           s.limit_counts == TL_SPAWN_COUNTS_RUNNABLE ? "runnable" : "running", back, s.parked);
+    return waiter_kind == TL_SPAWN_KIND_THREADS && parked == 1 && back == 78 && s.parked == 0 && second > 0 ? 0 : 1;
+}
+
+static int run_waiter(MPI_Comm parent)
+{
+    int v = 0;
+    MPI_Recv(&v, 1, MPI_INT, 0, 5, parent, MPI_STATUS_IGNORE);
+    v++;
+    MPI_Send(&v, 1, MPI_INT, 0, 6, parent);
+    MPI_Comm_disconnect(&parent);
+    return 0;
+}
+
 /* A child that is slow to start MPI: its parent's MPI_Comm_spawn waits on
  * it, past a short THREADLAB_SPAWN_TIMEOUT (the hang test). */
 static int run_slow(void)
@@ -675,11 +721,13 @@ int main(int argc, char **argv)
             rc = run_refuse_start(argv[0]);
         else if (strcmp(role, "decide") == 0)
             rc = run_decide_start();
+        else if (strcmp(role, "park") == 0)
+            rc = run_park_start(argv[0]);
         else if (strcmp(role, "hang") == 0) {
             spawn_self(argv[0], "slow", 1);
             rc = 1; /* not reached: the watchdog ends the process */
         } else {
-            fprintf(stderr, "usage: %s [start|exit|refuse|decide|hang]\n", argv[0]);
+            fprintf(stderr, "usage: %s [start|exit|refuse|decide|park|hang]\n", argv[0]);
             rc = 2;
         }
     } else if (strcmp(role, "child") == 0) {
@@ -692,6 +740,8 @@ int main(int argc, char **argv)
         rc = run_exiter(parent);
     } else if (strcmp(role, "refuser") == 0) {
         rc = run_refuser(parent);
+    } else if (strcmp(role, "waiter") == 0) {
+        rc = run_waiter(parent);
     } else if (strcmp(role, "hello") == 0) {
         rc = run_hello(parent);
     } else {

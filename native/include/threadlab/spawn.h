@@ -52,6 +52,7 @@ extern "C" {
 #define TL_SPAWN_ENV_SPIN "THREADLAB_SPAWN_SPIN"
 #define TL_SPAWN_ENV_EAGER "THREADLAB_SPAWN_EAGER"
 #define TL_SPAWN_ENV_QUIET "THREADLAB_SPAWN_QUIET"
+#define TL_SPAWN_ENV_LIMIT_COUNTS "THREADLAB_SPAWN_LIMIT_COUNTS"
 
 /* The library's interface version (tl_spawn_version). */
 #define TL_SPAWN_VERSION 1
@@ -67,6 +68,13 @@ enum {
     TL_SPAWN_KIND_PROCESSES = 2, /* an inter-communicator of the real MPI */
 };
 
+/* What the thread limit counts (THREADLAB_SPAWN_LIMIT_COUNTS, docs/spawn.md,
+ * "The decision"). */
+enum {
+    TL_SPAWN_COUNTS_RUNNING = 0,  /* thread tasks alive (the seed's definition, the default) */
+    TL_SPAWN_COUNTS_RUNNABLE = 1, /* thread tasks alive and not asleep in the library's waits */
+};
+
 typedef struct {
     long limit;           /* the thread limit now (auto resolved) */
     long running;         /* thread tasks alive in this process */
@@ -77,6 +85,8 @@ typedef struct {
     long process_spawns;  /* MPI_Comm_spawn calls passed to the real MPI */
     int provided;         /* the thread level the real MPI gave */
     int in_task;          /* the calling thread is a thread task */
+    long parked;          /* thread tasks asleep in the library's waits now */
+    int limit_counts;     /* TL_SPAWN_COUNTS_*: what the limit counts */
 } tl_spawn_stats;
 
 /* Fills *out; returns 0. */

@@ -66,20 +66,22 @@ static const tl_param_def params[] = {
 };
 
 /* The library's state, or NULL when the program runs on plain MPI. */
-static int library_limit(long *limit)
+static int library_limit(long *limit, int *counts)
 {
     if (!tl_spawn_get_stats)
         return 0;
     tl_spawn_stats s;
     tl_spawn_get_stats(&s);
     *limit = s.limit;
+    if (counts)
+        *counts = s.limit_counts;
     return 1;
 }
 
 static int check_mode(tl_ctx *ctx, const char *max)
 {
     long limit = 0;
-    int lib = library_limit(&limit);
+    int lib = library_limit(&limit, NULL);
     if (!strcmp(max, "process-only")) {
         if (lib && limit != 0) {
             tl_fail(ctx, "max_threads=process-only, but libthreadlab-spawn runs with a limit of %ld threads "
@@ -195,8 +197,11 @@ static int run_cilksort(tl_ctx *ctx)
     tl_extra_num(ctx, "depth", expected.depth);
     tl_extra_num(ctx, "time_per_task_ms", tasks ? 1e3 * seconds / (double)tasks : NAN);
     long limit = 0;
-    if (library_limit(&limit))
+    int counts = TL_SPAWN_COUNTS_RUNNING;
+    if (library_limit(&limit, &counts)) {
         tl_extra_num(ctx, "limit", (double)limit);
+        tl_extra_str(ctx, "limit_counts", counts == TL_SPAWN_COUNTS_RUNNABLE ? "runnable" : "running");
+    }
     char name[MPI_MAX_LIBRARY_VERSION_STRING];
     mpi_name(name, sizeof name);
     tl_extra_str(ctx, "mpi", name);

@@ -39,7 +39,7 @@ def register(commands: Any, common: ArgumentParser) -> None:
     actions = group.add_subparsers(dest="spawn_action", metavar="ACTION", parser_class=ArgumentParser)
     run = actions.add_parser(
         "run", help="run an MPI program with libthreadlab-spawn (or plain MPI) under mpirun, with a time limit",
-        usage="threadlab spawn run [-h] [--max-threads N|auto] [--no-library] [--mpi openmpi|mpich] [--linked] "
+        usage="threadlab spawn run [-h] [--max-threads N|auto] [--limit-counts running|runnable] [--no-library] [--mpi openmpi|mpich] [--linked] "
         "[--timeout S] [--spawn-timeout S] [--singleton] [-n N] -- PROGRAM [ARGS ...]",
         description="Runs PROGRAM under mpirun (or as a singleton) with libthreadlab-spawn preloaded and "
         "Open MPI's settings for this machine (root, oversubscription, TCP on loopback for spawned jobs), "
@@ -51,6 +51,11 @@ def register(commands: Any, common: ArgumentParser) -> None:
     run.add_argument("--max-threads", type=parse_max_threads, default="auto", metavar="N|auto",
                      help="thread tasks alive at once per process: a number (0 = every spawn a process) or auto, "
                      "the CPUs this process may use or threadlab-rm's allocation (default auto)")
+    run.add_argument("--limit-counts", type=choice("--limit-counts", spawn.LIMIT_COUNTS), default=None,
+                     metavar="running|runnable",
+                     help="what the limit counts: running, the thread tasks alive (default, the seed's), or "
+                     "runnable, those not asleep in the library's waits (a task waiting for its children's "
+                     "messages gives its slot back meanwhile)")
     run.add_argument("--no-library", action="store_true", help="plain MPI: every spawn is a process")
     run.add_argument("--mpi", type=choice("--mpi", spawn.MPIS), default="openmpi", metavar="MPI",
                      help="the MPI the program was built with: openmpi (default) or mpich (which spawns threads "
@@ -86,7 +91,8 @@ def launcher_argv(args: argparse.Namespace, launcher: Path, command: list[str]) 
         spawn.find_library(args.mpi)  # said before anything runs
     return spawn.launch_argv(launcher, command, max_threads=None if args.no_library else args.max_threads,
                              timeout_s=args.timeout, spawn_timeout_s=args.spawn_timeout, mpi=args.mpi,
-                             processes=args.np, linked=args.linked, singleton=args.singleton)
+                             processes=args.np, linked=args.linked, singleton=args.singleton,
+                             limit_counts=args.limit_counts)
 
 
 def cmd_spawn_run(args: argparse.Namespace) -> int:

@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from threadlab.cli.options import EXIT_OK, PROG, ArgumentParser, db_path, number
+from threadlab.cli.options import EXIT_OK, PROG, ArgumentParser, choice, db_path, number
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.native import discovery, protocol
+from threadlab.native import spawn as native_spawn
 from threadlab.records.store import validate_run_name
 from threadlab.run import environment, lifecycle
 from threadlab.run.progress import JobProgress
@@ -109,6 +110,10 @@ def _add_spawn(studies: Any, common: ArgumentParser) -> None:
     s.add_argument("--runs", type=number("--runs", int, 1, 1000), metavar="N",
                    help=f"runs per cell, 1..1000 (default {spawn_study.DEFAULT_RUNS}; the seed took 20; "
                    f"{spawn_study.QUICK_RUNS} with --quick)")
+    s.add_argument("--limit-counts", type=choice("--limit-counts", native_spawn.LIMIT_COUNTS),
+                   default=spawn_study.DEFAULT_LIMIT_COUNTS, metavar="running|runnable",
+                   help="what the library's thread limit counts at every run: running, the thread tasks alive "
+                   "(default, the seed's), or runnable, those not asleep in the library's waits")
     s.add_argument("--spawn-timeout", type=number("--spawn-timeout", float, 1, 86400, "seconds"), metavar="S",
                    help="the limit of one process spawn inside a run (default "
                    f"{spawn_study.DEFAULT_SPAWN_TIMEOUT_S:g} s, {spawn_study.QUICK_SPAWN_TIMEOUT_S:g} s with --quick): "
@@ -351,6 +356,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
     plan = spawn_study.make_plan(
         program=program, launcher=launcher, n=args.size, inputs=args.inputs, seeds=args.seeds, limits=args.limits,
         runs=args.runs, seed=args.seed, timeout_s=args.timeout, spawn_timeout_s=args.spawn_timeout, quick=args.quick,
+        limit_counts=args.limit_counts,
     )
     if args.dry_run:
         for line in spawn_study.dry_run_lines(plan):
@@ -358,7 +364,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         print(f"{len(plan.cells)} cells, {len(plan.jobs)} runs (seed {plan.seed})", file=sys.stderr)
         return EXIT_OK
     header = (f"study spawn: CilkSort of {plan.n:,} integers, {len(plan.cells)} cells (inputs x limits "
-              f"{','.join(plan.limits)}), {plan.runs} runs each: {len(plan.jobs)} runs in a random order "
+              f"{','.join(plan.limits)}, counting {plan.limit_counts} thread tasks), {plan.runs} runs each: {len(plan.jobs)} runs in a random order "
               f"(seed {plan.seed})")
     # The CilkSort program's --env names the MPI, its version and thread level.
     return _stored_study(

@@ -29,6 +29,12 @@ def find(name: str) -> Path:
         raise UserError(f"{error} ({_NEEDS_MPI})") from None
 
 
+# THREADLAB_SPAWN_LIMIT_COUNTS (docs/spawn.md, "The decision"): the thread
+# tasks alive (the seed's definition, the default) or those not asleep in
+# the library's waits.
+LIMIT_COUNTS: tuple[str, ...] = ("running", "runnable")
+
+
 def find_launcher() -> Path:
     return find(LAUNCHER)
 
@@ -40,14 +46,15 @@ def find_library(mpi: str) -> Path:
 
 def launch_argv(launcher: Path, command: Sequence[str], *, max_threads: str | None, timeout_s: float,
                 spawn_timeout_s: float | None = None, mpi: str | None = None, processes: int | None = None,
-                linked: bool = False, singleton: bool = False) -> list[str]:
+                linked: bool = False, singleton: bool = False, limit_counts: str | None = None) -> list[str]:
     """The launcher's command line running `command` (a program and its
     arguments) under a whole-run limit of timeout_s: with the library at a
     thread limit of max_threads (a number or 'auto'), or plain MPI (None:
     every spawn a process).  spawn_timeout_s: the limit of one process
     spawn; mpi, processes (mpirun -n): the launcher's defaults when None;
     linked: the program has the library linked in (nothing preloaded);
-    singleton: no mpirun."""
+    singleton: no mpirun; limit_counts: what the thread limit counts, one
+    of LIMIT_COUNTS (the library's default, running, when None)."""
     argv = [str(launcher)]
     if mpi is not None:
         argv += ["--mpi", mpi]
@@ -55,6 +62,8 @@ def launch_argv(launcher: Path, command: Sequence[str], *, max_threads: str | No
     if processes is not None:
         argv += ["-n", str(processes)]
     argv += ["--no-library"] if max_threads is None else ["--max-threads", max_threads]
+    if max_threads is not None and limit_counts is not None:
+        argv += ["--limit-counts", limit_counts]
     if linked:
         argv.append("--linked")
     if spawn_timeout_s is not None:

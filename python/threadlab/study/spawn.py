@@ -56,6 +56,9 @@ DEFAULT_TIMEOUT_S = 600.0
 QUICK_TIMEOUT_S = 20.0  # a quick run takes 2 s at most here: a hang costs 20 s, not 60
 DEFAULT_SPAWN_TIMEOUT_S = 30.0
 QUICK_SPAWN_TIMEOUT_S = 10.0
+# The seed's definition of the limit: thread tasks alive, also while they
+# wait for their children (docs/spawn.md, "The decision").
+DEFAULT_LIMIT_COUNTS = "running"
 # A cell estimated past this multiple of the time limit is not run.
 HOPELESS = 2.0
 _COUNT_TIMEOUT_S = 300.0
@@ -160,6 +163,7 @@ class Plan:
     timeout_s: float
     spawn_timeout_s: float
     quick: bool
+    limit_counts: str  # what the library's limit counts (spawn.LIMIT_COUNTS), at every run
     program: Path
     launcher: Path
     cells: list[Cell]
@@ -171,7 +175,7 @@ class Plan:
         return {
             "study": STUDY, "n": self.n, "inputs": self.inputs, "seeds": self.seeds, "limits": self.limits,
             "runs": self.runs, "seed": self.seed, "timeout_s": self.timeout_s,
-            "spawn_timeout_s": self.spawn_timeout_s, "quick": self.quick,
+            "spawn_timeout_s": self.spawn_timeout_s, "quick": self.quick, "limit_counts": self.limit_counts,
         }
 
     def catalog(self) -> list[dict[str, Any]]:
@@ -210,6 +214,7 @@ def make_plan(
     timeout_s: float | None = None,
     spawn_timeout_s: float | None = None,
     quick: bool = False,
+    limit_counts: str = DEFAULT_LIMIT_COUNTS,
 ) -> Plan:
     """Every cell and every run, in a seeded random order, settled before
     anything runs."""
@@ -229,7 +234,7 @@ def make_plan(
     return Plan(n=n, inputs=inputs, seeds=seeds, limits=limits, runs=runs, seed=seed,
                 timeout_s=timeout_s or (QUICK_TIMEOUT_S if quick else DEFAULT_TIMEOUT_S),
                 spawn_timeout_s=spawn_timeout_s or (QUICK_SPAWN_TIMEOUT_S if quick else DEFAULT_SPAWN_TIMEOUT_S),
-                quick=quick, program=program, launcher=launcher, cells=cells, jobs=jobs)
+                quick=quick, limit_counts=limit_counts, program=program, launcher=launcher, cells=cells, jobs=jobs)
 
 
 # --------------------------------------------------------------- one run
@@ -240,7 +245,8 @@ def run_argv(plan: Plan, cell: Cell, n: int | None = None) -> list[str]:
     command = [str(plan.program), "--run", RUN_BENCHMARK, "--param", f"n={n or plan.n}", "--param",
                f"input={cell.input}", "--param", f"seed={cell.seed}", "--param", f"max_threads={cell.limit}"]
     return spawn.launch_argv(plan.launcher, command, max_threads=None if cell.limit == PROCESS_ONLY else cell.limit,
-                             timeout_s=plan.timeout_s, spawn_timeout_s=plan.spawn_timeout_s)
+                             timeout_s=plan.timeout_s, spawn_timeout_s=plan.spawn_timeout_s,
+                             limit_counts=plan.limit_counts)
 
 
 @dataclass
@@ -404,6 +410,7 @@ def _extra(cell: Cell, plan: Plan) -> dict[str, Any]:
         "time_per_task_ms_mean": _mean(cell.per_task_ms),
         "pilot_ms_per_task": plan.pilot_ms_per_task if cell.limit == PROCESS_ONLY else None,
         "runs_planned": plan.runs, "runs_done": cell.runs_done, "runs_failed": len(cell.failures),
+        "limit_counts": None if cell.limit == PROCESS_ONLY else plan.limit_counts,
         "seed": plan.seed, "program": PROGRAM, "mpi": last.get("mpi"), "library": last.get("library"),
     }
 

@@ -46,6 +46,17 @@ def marked_managers(marker: str) -> dict[int, dict[str, str]]:
     return found
 
 
+def the_manager(marker: str) -> dict[int, dict[str, str]] | None:
+    """The one running manager marked so, once it is alone and is one: the
+    daemon's first process (waiting for its word) and the intermediate one
+    carry the marker for a moment, and so does a threadlab-rm the front end
+    only asks a question (its --env), without a manager's directory and
+    arena in its environment."""
+    found = marked_managers(marker)
+    managers = {pid: environ for pid, environ in found.items() if rm.ARENA_ENV in environ and rm.DIR_ENV in environ}
+    return managers if len(found) == 1 and len(managers) == 1 else None
+
+
 class Leftovers:
     """What a test's managers may leave when the code under test fails:
     removed afterwards, whatever happened (by pid, by name)."""
@@ -96,11 +107,7 @@ def test_a_killed_benchmark_point_takes_its_private_manager_along(
                               "--max-timings", "1000", "--min-timing-ms", "10"], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, env=env, start_new_session=True)
     try:
-        # threadlab-rm daemonizes: its first process waits for the daemon's
-        # word and an intermediate one forks it, so two or three processes
-        # carry the marker for a moment; one must remain
-        managers = poll("the point's private manager running, alone",
-                        lambda: (found := marked_managers(leftovers.marker)) and len(found) == 1 and found)
+        managers = poll("the point's private manager running, alone", lambda: the_manager(leftovers.marker))
         environ = next(iter(managers.values()))
         leftovers.note(environ)
         os.killpg(point.pid, sig)  # as the runner does at a time limit (its point's process group)
@@ -127,7 +134,8 @@ def test_a_sigkilled_study_takes_its_private_manager_along(private_tmp: tuple[Pa
         env={**os.environ, "PYTHONPATH": str(REPO / "python"), "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR),
              "TMPDIR": str(where)})
     try:
-        managers = poll("the study's private manager running", lambda: marked_managers(leftovers.marker), timeout=60)
+        managers = poll("the study's private manager running, alone", lambda: the_manager(leftovers.marker),
+                        timeout=60)
         environ = next(iter(managers.values()))
         leftovers.note(environ)
         study.kill()  # SIGKILL: nothing of the study runs after it

@@ -608,12 +608,31 @@ static int copy_file(const char *from, const char *to)
     return ok ? 0 : -1;
 }
 
+/* A directory of this test's own, in $TMPDIR (an absolute one) or /tmp:
+ * mkdtemp picks a name nobody can predict and makes it 0700, never an
+ * existing one; lstat confirms it is that (a directory, ours, 0700, not a
+ * link) before anything is written in it. */
+static int private_dir(char *dir, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || tmp[0] != '/')
+        tmp = "/tmp";
+    int n = snprintf(dir, len, "%s/threadlab-spawn-decide-XXXXXX", tmp);
+    struct stat st;
+    if (n < 0 || (size_t)n >= len || !mkdtemp(dir))
+        return -1;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700) {
+        fprintf(stderr, "decide: %s is not a private directory of this user\n", dir);
+        return -1;
+    }
+    return 0;
+}
+
 static int run_decide_start(void)
 {
-    char exe[PATH_MAX], dir[] = "/tmp/threadlab-spawn-decide-XXXXXX", link_path[PATH_MAX + 64],
-         copy_path[PATH_MAX + 64];
+    char exe[PATH_MAX], dir[PATH_MAX], link_path[PATH_MAX + 64], copy_path[PATH_MAX + 64];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0 || !mkdtemp(dir))
+    if (len <= 0 || private_dir(dir, sizeof dir) != 0)
         return 2;
     exe[len] = '\0';
     snprintf(link_path, sizeof link_path, "%s/link", dir);

@@ -116,6 +116,30 @@ def test_spawn_run_runs_a_program_with_threads(real_native: Path, tmp_path: Path
     assert record["extra"]["process_tasks"] == 0
 
 
+@needs_mpi
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: a process bound to a core would not show")
+def test_spawn_run_leaves_the_process_its_cpus(real_native: Path) -> None:
+    """Thread tasks inherit their process's CPU mask: under mpirun's own
+    binding (one core per process for a job of 1 or 2) every thread task
+    shared one CPU and auto meant 1.  The auto limit is the CPUs the
+    process may use, read inside it: all of ours."""
+    import subprocess
+    import sys
+
+    program = REAL_NATIVE_DIR / "test_spawn_semantics"
+    if not os.access(program, os.X_OK):
+        pytest.skip(f"{program} is not built")
+    done = subprocess.run(
+        [sys.executable, "-m", "threadlab", "spawn", "run", "--max-threads", "auto", "--timeout", "60", "--",
+         str(program), "lend"],
+        capture_output=True, text=True, timeout=90, check=False, env={**os.environ},
+    )
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("lend:"))
+    limit = int(line.split("(limit ")[1].split()[0])
+    assert limit == len(os.sched_getaffinity(0)), line
+
+
 # -------------------------------------------------------------- bench suite
 
 
@@ -173,13 +197,13 @@ def test_run_command_lines() -> None:
                                           "--param", "max_threads=process-only"]
     argv = study.run_argv(plan, four)
     assert argv[argv.index("--max-threads") + 1] == "4" and "max_threads=4" in argv
-    # The seed's count, said at every run (a THREADLAB_SPAWN_LIMIT_COUNTS of
-    # the caller's environment does not change the study); none without the library.
-    assert argv[argv.index("--limit-counts") + 1] == "running" and "--limit-counts" not in study.run_argv(plan, plain)
-    plan = _plan(quick=True, limits=["process-only", "4"], limit_counts="runnable")
-    assert plan.options()["limit_counts"] == "runnable"
+    # The library's default count, said at every run (a THREADLAB_SPAWN_LIMIT_COUNTS
+    # of the caller's environment does not change the study); none without the library.
+    assert argv[argv.index("--limit-counts") + 1] == "runnable" and "--limit-counts" not in study.run_argv(plan, plain)
+    plan = _plan(quick=True, limits=["process-only", "4"], limit_counts="running")
+    assert plan.options()["limit_counts"] == "running"
     argv = study.run_argv(plan, plan.cells[1])
-    assert argv[argv.index("--limit-counts") + 1] == "runnable"
+    assert argv[argv.index("--limit-counts") + 1] == "running"
 
 
 @needs_mpi
@@ -240,7 +264,7 @@ def test_cell_records_from_outcomes() -> None:
     runs = next(c for c in time_four["checks"] if c["name"] == "runs")
     assert not runs["ok"] and "did not return" in runs["detail"]
     assert time_four["extra"]["thread_tasks_mean"] == 6 and time_four["extra"]["process_tasks_mean"] == 4
-    assert time_four["extra"]["limit_counts"] == "running" and time_plain["extra"]["limit_counts"] is None
+    assert time_four["extra"]["limit_counts"] == "runnable" and time_plain["extra"]["limit_counts"] is None
     rows = tables_spawn.summary_rows(records)
     assert [(r["input"], r["max_threads"]) for r in rows] == [("sorted", "process-only"), ("sorted", "4")]
     assert rows[1]["ratio_to_process_only"] == pytest.approx(0.5 / 2.1)

@@ -8,10 +8,11 @@
  * manager that stops or dies is noticed there: the limit falls back to
  * the CPUs.  The slots held against the limit are the one counter
  * tlsp_count.counted, taken by compare-and-swap: a decision never holds a
- * lock.  It equals the thread tasks alive (tlsp_count.running), or under
- * THREADLAB_SPAWN_LIMIT_COUNTS=runnable those alive less those asleep in
- * the library's waits (tlsp_park): the limit then bounds the CPUs busy
- * with thread tasks, what auto and a manager's allocation mean. */
+ * lock.  Under THREADLAB_SPAWN_LIMIT_COUNTS=runnable (the default) it
+ * equals the thread tasks alive less those asleep in the library's waits
+ * (tlsp_park): the limit then bounds the CPUs busy with thread tasks, what
+ * auto and a manager's allocation mean.  Under running (the seed's count)
+ * it equals the thread tasks alive (tlsp_count.running). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
@@ -84,9 +85,17 @@ long tlsp_limit_now(void)
 int tlsp_limit_reserve(int n)
 {
     long limit = tlsp_limit_now();
+    /* Under runnable counting a spawning task's own slot goes to its
+     * children: it is about to wait for them (the divide-and-conquer
+     * pattern), and asleep it gives the slot back anyway.  Deciding as if
+     * it already slept is what lets the first spawn of a tree fill the
+     * limit, as the seed's first spawn did from a process's main thread,
+     * which no count held.  A caller that goes on computing instead keeps
+     * at most one runnable task above the limit. */
+    long own = tlsp_cfg.limit_counts == TL_SPAWN_COUNTS_RUNNABLE && tlsp_self_task ? 1 : 0;
     long cur = atomic_load_explicit(&tlsp_count.counted, memory_order_relaxed);
     do {
-        if (cur + n > limit)
+        if (cur - own + n > limit)
             return 0;
     } while (!atomic_compare_exchange_weak_explicit(&tlsp_count.counted, &cur, cur + n, memory_order_acq_rel,
                                                     memory_order_relaxed));

@@ -18,7 +18,7 @@ tlsp_settings tlsp_cfg = {
     .spin = 100000,
     .eager_bytes = 4096,
     .quiet = 0,
-    .limit_counts = TL_SPAWN_COUNTS_RUNNING,
+    .limit_counts = TL_SPAWN_COUNTS_RUNNABLE,
 };
 
 static void emit(const char *prefix, const char *fmt, va_list ap)

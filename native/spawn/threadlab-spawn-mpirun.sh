@@ -11,7 +11,7 @@
 #   --max-threads N|auto  thread limit of libthreadlab-spawn (default auto)
 #   --limit-counts running|runnable
 #                         THREADLAB_SPAWN_LIMIT_COUNTS: what the limit
-#                         counts (default running, docs/spawn.md)
+#                         counts (default runnable, docs/spawn.md)
 #   --no-library          plain MPI: every spawn is a process
 #   --linked              the program is linked with the library already
 #                         (sanitizer builds): no LD_PRELOAD
@@ -23,7 +23,8 @@
 #   -n N                  processes mpirun starts (default 1)
 #
 # Open MPI here: run as root needs OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM);
-# 2 CPUs need oversubscription, also for spawned jobs and singletons;
+# 2 CPUs need oversubscription, also for spawned jobs and singletons; no
+# binding (thread tasks use the CPUs of their process);
 # spawned jobs need the TCP transport, on loopback (shared memory alone
 # cannot connect two jobs).  Existing settings of the caller are kept.
 set -euo pipefail
@@ -80,6 +81,12 @@ if [[ "$mpi" == openmpi ]]; then
     export OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader,tcp}"
     export OMPI_MCA_btl_tcp_if_include="${OMPI_MCA_btl_tcp_if_include:-lo}"
     export OMPI_MCA_oob_tcp_if_include="${OMPI_MCA_oob_tcp_if_include:-lo}"
+    # Open MPI binds a job of 1 or 2 processes to one core each by default,
+    # and a process's thread tasks inherit its mask: every thread task
+    # would share one CPU, and auto would mean 1.  Unbound, the default
+    # here for mpirun's job and for the jobs it spawns; a binding the caller
+    # set is kept.
+    export OMPI_MCA_hwloc_base_binding_policy="${OMPI_MCA_hwloc_base_binding_policy:-none}"
 fi
 
 if [[ $library -eq 1 ]]; then

@@ -8,8 +8,9 @@
  *
  * Tree: the start spawns 4 `child`ren in one call; child 0 spawns a
  * `grandchild`, which spawns a `great` grandchild (from MPI_COMM_SELF);
- * all children live until then.  With the library and a limit of 4 the
- * children are threads, the grandchild a process (the limit is full) and
+ * all children live until then.  With the library and a limit of 4,
+ * counting running tasks (the seed's count), the children are threads,
+ * the grandchild a process (the limit is full) and
  * the great grandchild a thread of that process: a mixed tree.  "K ..." lines say which kind
  * each spawn gave (TL_SPAWN_KIND_*, read through a weak reference so the
  * program also runs without the library).
@@ -712,6 +713,34 @@ static int run_waiter(MPI_Comm parent)
     return 0;
 }
 
+/* Whose slot a spawn may use: at a limit of 1 the start spawns a lender,
+ * a thread task holding the only slot, and the lender spawns one child.
+ * Counting runnable tasks, the lender's slot goes to its child (a
+ * thread); counting running tasks, the limit is full (a process). */
+static int run_lend_start(const char *self)
+{
+    MPI_Comm lender = spawn_self(self, "lender", 1);
+    int lender_kind = kind_of(lender);
+    int child_kind = -1;
+    MPI_Recv(&child_kind, 1, MPI_INT, 0, 9, lender, MPI_STATUS_IGNORE);
+    MPI_Comm_disconnect(&lender);
+    tl_spawn_stats s = {0};
+    if (tl_spawn_get_stats)
+        tl_spawn_get_stats(&s);
+    printf("lend: lender %s, its child %s (limit %ld counts %s), %ld alive after\n", kind_name(lender_kind),
+           kind_name(child_kind), s.limit, s.limit_counts == TL_SPAWN_COUNTS_RUNNABLE ? "runnable" : "running",
+           s.running);
+    return lender_kind == TL_SPAWN_KIND_THREADS && child_kind > 0 ? 0 : 1;
+}
+
+static int run_lender(const char *self, MPI_Comm parent)
+{
+    int kind = spawn_kind(self, MPI_INFO_NULL);
+    MPI_Send(&kind, 1, MPI_INT, 0, 9, parent);
+    MPI_Comm_disconnect(&parent);
+    return 0;
+}
+
 /* A child that is slow to start MPI: its parent's MPI_Comm_spawn waits on
  * it, past a short THREADLAB_SPAWN_TIMEOUT (the hang test). */
 static int run_slow(void)
@@ -742,11 +771,13 @@ int main(int argc, char **argv)
             rc = run_decide_start();
         else if (strcmp(role, "park") == 0)
             rc = run_park_start(argv[0]);
+        else if (strcmp(role, "lend") == 0)
+            rc = run_lend_start(argv[0]);
         else if (strcmp(role, "hang") == 0) {
             spawn_self(argv[0], "slow", 1);
             rc = 1; /* not reached: the watchdog ends the process */
         } else {
-            fprintf(stderr, "usage: %s [start|exit|refuse|decide|park|hang]\n", argv[0]);
+            fprintf(stderr, "usage: %s [start|exit|refuse|decide|park|lend|hang]\n", argv[0]);
             rc = 2;
         }
     } else if (strcmp(role, "child") == 0) {
@@ -759,6 +790,8 @@ int main(int argc, char **argv)
         rc = run_exiter(parent);
     } else if (strcmp(role, "refuser") == 0) {
         rc = run_refuser(parent);
+    } else if (strcmp(role, "lender") == 0) {
+        rc = run_lender(argv[0], parent);
     } else if (strcmp(role, "waiter") == 0) {
         rc = run_waiter(parent);
     } else if (strcmp(role, "hello") == 0) {

@@ -71,8 +71,9 @@ enum {
 /* What the thread limit counts (THREADLAB_SPAWN_LIMIT_COUNTS, docs/spawn.md,
  * "The decision"). */
 enum {
-    TL_SPAWN_COUNTS_RUNNING = 0,  /* thread tasks alive (the seed's definition, the default) */
-    TL_SPAWN_COUNTS_RUNNABLE = 1, /* thread tasks alive and not asleep in the library's waits */
+    TL_SPAWN_COUNTS_RUNNING = 0,  /* thread tasks alive (the seed's definition) */
+    TL_SPAWN_COUNTS_RUNNABLE = 1, /* thread tasks alive and not asleep in the library's waits, a
+                                     spawning task's own slot going to its children (the default) */
 };
 
 typedef struct {

@@ -53,9 +53,9 @@ def register(commands: Any, common: ArgumentParser) -> None:
                      "the CPUs this process may use or threadlab-rm's allocation (default auto)")
     run.add_argument("--limit-counts", type=choice("--limit-counts", spawn.LIMIT_COUNTS), default=None,
                      metavar="running|runnable",
-                     help="what the limit counts: running, the thread tasks alive (default, the seed's), or "
-                     "runnable, those not asleep in the library's waits (a task waiting for its children's "
-                     "messages gives its slot back meanwhile)")
+                     help="what the limit counts: runnable, the thread tasks not asleep in the library's waits "
+                     "(default: a task waiting for its children's messages gives its slot back, and a spawning "
+                     "task's own slot goes to its children), or running, the thread tasks alive (the seed's)")
     run.add_argument("--no-library", action="store_true", help="plain MPI: every spawn is a process")
     run.add_argument("--mpi", type=choice("--mpi", spawn.MPIS), default="openmpi", metavar="MPI",
                      help="the MPI the program was built with: openmpi (default) or mpich (which spawns threads "

@@ -112,8 +112,9 @@ def _add_spawn(studies: Any, common: ArgumentParser) -> None:
                    f"{spawn_study.QUICK_RUNS} with --quick)")
     s.add_argument("--limit-counts", type=choice("--limit-counts", native_spawn.LIMIT_COUNTS),
                    default=spawn_study.DEFAULT_LIMIT_COUNTS, metavar="running|runnable",
-                   help="what the library's thread limit counts at every run: running, the thread tasks alive "
-                   "(default, the seed's), or runnable, those not asleep in the library's waits")
+                   help="what the library's thread limit counts at every run: runnable, the thread tasks not "
+                   "asleep in the library's waits, a spawning task's slot going to its children (default), or "
+                   "running, the thread tasks alive (the seed's)")
     s.add_argument("--spawn-timeout", type=number("--spawn-timeout", float, 1, 86400, "seconds"), metavar="S",
                    help="the limit of one process spawn inside a run (default "
                    f"{spawn_study.DEFAULT_SPAWN_TIMEOUT_S:g} s, {spawn_study.QUICK_SPAWN_TIMEOUT_S:g} s with --quick): "

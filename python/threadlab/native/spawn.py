@@ -30,8 +30,8 @@ def find(name: str) -> Path:
 
 
 # THREADLAB_SPAWN_LIMIT_COUNTS (docs/spawn.md, "The decision"): the thread
-# tasks alive (the seed's definition, the default) or those not asleep in
-# the library's waits.
+# tasks alive (the seed's definition) or those not asleep in the library's
+# waits, a spawning task's own slot going to its children (the default).
 LIMIT_COUNTS: tuple[str, ...] = ("running", "runnable")
 
 
@@ -54,7 +54,7 @@ def launch_argv(launcher: Path, command: Sequence[str], *, max_threads: str | No
     spawn; mpi, processes (mpirun -n): the launcher's defaults when None;
     linked: the program has the library linked in (nothing preloaded);
     singleton: no mpirun; limit_counts: what the thread limit counts, one
-    of LIMIT_COUNTS (the library's default, running, when None)."""
+    of LIMIT_COUNTS (the library's default, runnable, when None)."""
     argv = [str(launcher)]
     if mpi is not None:
         argv += ["--mpi", mpi]

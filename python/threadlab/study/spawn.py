@@ -56,9 +56,10 @@ DEFAULT_TIMEOUT_S = 600.0
 QUICK_TIMEOUT_S = 20.0  # a quick run takes 2 s at most here: a hang costs 20 s, not 60
 DEFAULT_SPAWN_TIMEOUT_S = 30.0
 QUICK_SPAWN_TIMEOUT_S = 10.0
-# The seed's definition of the limit: thread tasks alive, also while they
-# wait for their children (docs/spawn.md, "The decision").
-DEFAULT_LIMIT_COUNTS = "running"
+# The library's default count: the thread tasks not asleep in its waits, a
+# spawning task's slot going to its children; --limit-counts running is the
+# seed's, the tasks alive (docs/spawn.md, "The decision").
+DEFAULT_LIMIT_COUNTS = "runnable"
 # A cell estimated past this multiple of the time limit is not run.
 HOPELESS = 2.0
 _COUNT_TIMEOUT_S = 300.0

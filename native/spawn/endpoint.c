@@ -109,11 +109,15 @@ void tlsp_req_complete(tlsp_req *r)
         tl_rm_futex_wake((uint32_t *)&r->state, 1);
 }
 
-/* Spinning helps only while every thread has a CPU to spin on. */
+/* Spinning helps only while every thread that may run has a CPU to spin
+ * on: the tasks alive less those asleep in the library's waits (counted
+ * under either limit count), so a tree of tasks mostly waiting for their
+ * children still lets its few runnable ones spin. */
 static int may_spin(void)
 {
-    return tlsp_cfg.spin && atomic_load_explicit(&tlsp_count.running, memory_order_relaxed) <
-                                (long)tlsp_cfg.affinity_cpus;
+    long runnable = atomic_load_explicit(&tlsp_count.running, memory_order_relaxed) -
+                    atomic_load_explicit(&tlsp_count.parked, memory_order_relaxed);
+    return tlsp_cfg.spin && runnable < (long)tlsp_cfg.affinity_cpus;
 }
 
 /* One step of a busy wait.  Every so often it yields: on a machine with

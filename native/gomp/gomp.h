@@ -183,36 +183,45 @@ struct tlg_dep_table;
 struct tlg_thread;
 
 typedef struct tlg_task {
+    /* written by its creator, read by the thread that runs it: one line */
+    tlg_fn fn;                /* a deferred task's body and arguments */
+    void *data;
     struct tlg_task *parent;
-    struct tlg_thread *thr;   /* the team thread running it */
     struct tlg_team *team;
     tlg_taskgroup *taskgroup; /* the innermost taskgroup it belongs to */
-    /* references to its memory: 1 until it finishes, plus 1 per child
-     * still allocated (a child points to its parent until it is freed,
-     * so that a chain of parents can be walked); the memory of an
-     * explicit task goes when it drops to 0 */
-    _Atomic long refs;
-    _Atomic long children;    /* unfinished children (taskwait) */
-    _Atomic int waiting;      /* in taskwait: its last child bumps the event */
+    struct tlg_thread *thr;   /* the team thread running it */
+    unsigned ndeps, nout;     /* its dependences (dep_addr, outs first) */
+    unsigned char final, implicit, deferred;
+    unsigned char stack;      /* its descriptor is on its creator's stack (run_inline) */
+    _Atomic int detach_left;  /* detach: the body and the event, each counts 1 */
+    /* written by the thread running it */
+    _Atomic long created;     /* children created (deferred ones: taskwait) */
     tlg_icv icv;
-    int final;
-    int implicit;
-    int deferred;
-    /* a deferred task */
-    tlg_fn fn;
-    void *data;
     size_t alloc;             /* bytes of its allocation (0: not freed here) */
+    struct tlg_thread *home;  /* the thread whose free list its memory returns to */
     struct tlg_task *next_free;
+    unsigned long nfree;      /* on a remote free list: its length from here */
+    struct tlg_task *moved;   /* a stack descriptor promoted: its allocated copy */
+    void *key;                /* who owns nest locks while it runs (NULL: itself) */
     /* dependences: the table of its children's, and its own in its
      * parent's table (addresses at dep_addr[0..ndeps), outs first) */
     struct tlg_dep_table *deps;
     void **dep_addr;
-    unsigned ndeps, nout;
-    _Atomic int npred;        /* predecessors not finished (+1 while registering) */
     struct tlg_task **succ;   /* tasks waiting for it (under the parent's table lock) */
     unsigned nsucc, succ_cap;
     int done;                 /* finished (under the parent's table lock) */
-    _Atomic int detach_left;  /* detach: the body and the event, each counts 1 */
+    /* written by other threads (its children as they finish, its
+     * predecessors): a line of its own, so that creating children and
+     * finishing them do not take each other's line */
+    /* references to its memory: 1 until it finishes, plus 1 per child
+     * still allocated (a child points to its parent until it is freed,
+     * so that a chain of parents can be walked); the memory of an
+     * explicit task goes when it drops to 0. Implicit tasks are not
+     * counted (they outlive their region's tasks) */
+    _Atomic long refs TLG_ALIGNED;
+    _Atomic long finished;    /* deferred children finished (taskwait waits for created) */
+    _Atomic int waiting;      /* in taskwait: its last child bumps the event */
+    _Atomic int npred;        /* predecessors not finished (+1 while registering) */
 } tlg_task;
 
 /* ---- threads and teams (team.c) ---------------------------------------- */
@@ -240,6 +249,10 @@ typedef struct tlg_thread {
     tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
     tlg_task *free_tasks;     /* recycled task memory */
     unsigned nfree_tasks;
+    unsigned inline_depth;    /* tasks running now on its stack, nested (run now, not queued) */
+    /* task memory of its own freed by other threads, pushed here (a
+     * stack of next_free; it takes the whole list when its own is empty) */
+    tlg_task *_Atomic remote_free TLG_ALIGNED;
     int uid;                  /* OMP_1.0 nest locks: a thread number, 1.. */
     tlg_team *cached_team;    /* the team it last started as master */
     tlg_ws *solo;             /* work share of orphaned constructs */

@@ -200,7 +200,6 @@ typedef struct tlg_task {
     size_t alloc;             /* bytes of its allocation (0: not freed here) */
     struct tlg_thread *home;  /* the thread whose free list its memory returns to */
     struct tlg_task *next_free;
-    unsigned long nfree;      /* on a remote free list: its length from here */
     struct tlg_task *moved;   /* a stack descriptor promoted: its allocated copy */
     void *key;                /* who owns nest locks while it runs (NULL: itself) */
     /* dependences: the table of its children's, and its own in its
@@ -250,9 +249,11 @@ typedef struct tlg_thread {
     tlg_task *free_tasks;     /* recycled task memory */
     unsigned nfree_tasks;
     unsigned inline_depth;    /* tasks running now on its stack, nested (run now, not queued) */
+    long pending_done;        /* tasks of its team it finished, not yet subtracted from task_pending */
     /* task memory of its own freed by other threads, pushed here (a
      * stack of next_free; it takes the whole list when its own is empty) */
     tlg_task *_Atomic remote_free TLG_ALIGNED;
+    _Atomic unsigned long remote_count; /* about how many (a cap, not exact) */
     int uid;                  /* OMP_1.0 nest locks: a thread number, 1.. */
     tlg_team *cached_team;    /* the team it last started as master */
     tlg_ws *solo;             /* work share of orphaned constructs */
@@ -271,10 +272,13 @@ struct tlg_team {
     /* waiters of anything task-related or the barrier park on it */
     _Atomic uint32_t event TLG_ALIGNED;
     _Atomic uint32_t nparked;
-    _Atomic long task_pending TLG_ALIGNED; /* explicit tasks not finished */
-    _Atomic long task_queued;  /* explicit tasks queued, not started */
+    /* explicit tasks not finished: a creator adds 1 at once, a thread
+     * that finishes tasks of its own team subtracts them in batches
+     * (tlg_task_flush), before it waits and at barriers, so the count
+     * never reaches 0 early and is exact whenever every thread waits */
+    _Atomic long task_pending TLG_ALIGNED;
     _Atomic uint32_t orphan_lock; /* tasks made ready by threads of no team */
-    tlg_task *orphans;
+    tlg_task *_Atomic orphans; /* written under orphan_lock */
     _Atomic uint32_t finished TLG_ALIGNED; /* workers done with the region */
     _Atomic unsigned long single_count TLG_ALIGNED;
     _Atomic int cancelled;    /* cancel parallel */
@@ -381,6 +385,12 @@ void tlg_ordered_pass(tlg_thread *thr);
  * in taskwait or taskgroup end): 1 if it did. */
 int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor);
 void tlg_task_thread_init(tlg_thread *thr);
+/* Whether any task of the team is queued (its threads' deques, the
+ * orphans): a hint, exact once the caller has counted itself parked. */
+int tlg_task_queued(tlg_team *team);
+/* Subtracts the tasks the thread finished from its team's task_pending
+ * (bumping the event when it reaches 0): before it waits for anything. */
+void tlg_task_flush(tlg_thread *thr);
 /* An implicit task ends (its region's tasks are all done). */
 void tlg_task_implicit_end(tlg_task *t);
 void tlg_task_thread_fini(tlg_thread *thr);

@@ -66,11 +66,12 @@ static tlg_task *task_alloc(tlg_thread *thr, size_t size)
         t = thr->free_tasks;
         if (!t && atomic_load_explicit(&thr->remote_free, RLX)) {
             t = atomic_exchange_explicit(&thr->remote_free, NULL, ACQ);
-            thr->nfree_tasks = (unsigned)t->nfree;
+            thr->nfree_tasks = (unsigned)atomic_exchange_explicit(&thr->remote_count, 0, RLX);
         }
         if (t) {
             thr->free_tasks = t->next_free;
-            thr->nfree_tasks--;
+            if (thr->nfree_tasks)
+                thr->nfree_tasks--;
         } else {
             t = tlg_aligned_alloc(TLG_LINE, SMALL_TASK);
         }
@@ -97,16 +98,15 @@ static void task_free(tlg_thread *thr, tlg_task *t)
         } else {
             free(t);
         }
+    } else if (atomic_load_explicit(&home->remote_count, RLX) >= REMOTE_FREE_MAX) {
+        free(t);
     } else {
+        /* nothing of the list is read here: the home may be reusing it */
         tlg_task *head = atomic_load_explicit(&home->remote_free, RLX);
-        do {
-            if (head && head->nfree >= REMOTE_FREE_MAX) {
-                free(t);
-                return;
-            }
+        do
             t->next_free = head;
-            t->nfree = head ? head->nfree + 1 : 1;
-        } while (!atomic_compare_exchange_weak_explicit(&home->remote_free, &head, t, REL, RLX));
+        while (!atomic_compare_exchange_weak_explicit(&home->remote_free, &head, t, REL, RLX));
+        atomic_fetch_add_explicit(&home->remote_count, 1, RLX);
     }
 }
 
@@ -434,12 +434,33 @@ static void queue_task(tlg_thread *thr, tlg_task *t)
     } else {
         /* made ready by a thread of another team (omp_fulfill_event) */
         spin_lock(&team->orphan_lock);
-        t->next_free = team->orphans;
-        team->orphans = t;
+        t->next_free = atomic_load_explicit(&team->orphans, RLX);
+        atomic_store_explicit(&team->orphans, t, RLX);
         spin_unlock(&team->orphan_lock);
     }
-    atomic_fetch_add_explicit(&team->task_queued, 1, SEQ);
-    if (atomic_load_explicit(&team->nparked, SEQ))
+    atomic_thread_fence(SEQ); /* the Dekker pair with tlg_wait_step: queue, then look */
+    if (atomic_load_explicit(&team->nparked, RLX))
+        tlg_team_event(team, 1);
+}
+
+int tlg_task_queued(tlg_team *team)
+{
+    if (atomic_load_explicit(&team->orphans, RLX))
+        return 1;
+    for (unsigned k = 0; k < team->nthreads; k++)
+        if (tl_ult_deque_size(team->threads[k]->tq) > 0)
+            return 1;
+    return 0;
+}
+
+void tlg_task_flush(tlg_thread *thr)
+{
+    long n = thr->pending_done;
+    if (!n)
+        return;
+    thr->pending_done = 0;
+    tlg_team *team = thr->team;
+    if (atomic_fetch_sub_explicit(&team->task_pending, n, ACQREL) == n)
         tlg_team_event(team, 1);
 }
 
@@ -483,21 +504,28 @@ static void task_finish(tlg_thread *thr, tlg_task *t)
     if (atomic_load_explicit(&parent->waiting, SEQ) && f == atomic_load_explicit(&parent->created, RLX))
         tlg_team_event(team, 1);
     task_unref(thr, t);
-    /* last: a finished region may reuse the team once nothing is pending */
-    if (atomic_fetch_sub_explicit(&team->task_pending, 1, ACQREL) == 1)
+    /* last: a finished region may reuse the team once nothing is pending.
+     * A thread of the team counts it and subtracts later (tlg_task_flush):
+     * the thread that created the next task and the one that finished
+     * this one do not take the counter's line from each other per task */
+    if (thr->team == team)
+        thr->pending_done++;
+    else if (atomic_fetch_sub_explicit(&team->task_pending, 1, ACQREL) == 1)
         tlg_team_event(team, 1);
 }
 
 static tlg_task *take_orphan(tlg_team *team, tlg_task *ancestor)
 {
-    if (!team->orphans)
+    if (!atomic_load_explicit(&team->orphans, RLX))
         return NULL;
     spin_lock(&team->orphan_lock);
-    tlg_task **pp = &team->orphans, *t = NULL;
-    for (; *pp; pp = &(*pp)->next_free)
-        if (!ancestor || descends(*pp, ancestor)) {
-            t = *pp;
-            *pp = t->next_free;
+    tlg_task *prev = NULL, *t = atomic_load_explicit(&team->orphans, RLX);
+    for (; t; prev = t, t = t->next_free)
+        if (!ancestor || descends(t, ancestor)) {
+            if (prev)
+                prev->next_free = t->next_free;
+            else
+                atomic_store_explicit(&team->orphans, t->next_free, RLX);
             break;
         }
     spin_unlock(&team->orphan_lock);
@@ -507,9 +535,9 @@ static tlg_task *take_orphan(tlg_team *team, tlg_task *ancestor)
 int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor)
 {
     tlg_team *team = thr->team;
-    if (!team || atomic_load_explicit(&team->task_queued, ACQ) <= 0)
+    if (!team)
         return 0;
-    tlg_task *t = tl_ult_deque_take(thr->tq);
+    tlg_task *t = tl_ult_deque_size(thr->tq) > 0 ? tl_ult_deque_take(thr->tq) : NULL;
     if (t && ancestor && !descends(t, ancestor)) {
         tl_ult_deque_push(thr->tq, t);
         t = NULL;
@@ -517,6 +545,8 @@ int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor)
     unsigned n = team->nthreads;
     for (unsigned k = 1; !t && k < n; k++) {
         tlg_thread *v = team->threads[(thr->id + k) % n];
+        if (tl_ult_deque_size(v->tq) <= 0)
+            continue;
         t = tl_ult_deque_steal(v->tq);
         if (t && ancestor && !descends(t, ancestor)) {
             /* not ours to run here: keep it queued, on our deque */
@@ -528,7 +558,6 @@ int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor)
         t = take_orphan(team, ancestor);
     if (!t)
         return 0;
-    atomic_fetch_sub_explicit(&team->task_queued, 1, ACQREL);
     run_task(thr, t);
     tlg_safe_point(); /* a task switch */
     return 1;
@@ -740,17 +769,19 @@ static void submit(tlg_thread *thr, tlg_task *t)
 }
 
 /* Whether a task is run now, not queued: undeferred (if(0), final, no
- * team) or, as libgomp does, because the team already has plenty queued
- * (a task scheduling point may run the new task at once), unless the
- * thread's stack already holds TLG_INLINE_DEPTH tasks run so. */
+ * team) or, as libgomp does past 64 queued tasks per thread of the team,
+ * because the creator has TLG_CUTOFF tasks queued already (a task
+ * scheduling point may run the new task at once: the queued ones keep
+ * the others busy), unless the thread's stack already holds
+ * TLG_INLINE_DEPTH tasks run so. */
+#define TLG_CUTOFF 64
 #define TLG_INLINE_DEPTH 64
 static int must_run_now(tlg_thread *thr, bool if_clause)
 {
     tlg_team *team = thr->team;
     if (!if_clause || !team || thr->task->final)
         return 1;
-    return atomic_load_explicit(&team->task_queued, RLX) > 64 * (long)team->nthreads &&
-           thr->inline_depth < TLG_INLINE_DEPTH;
+    return tl_ult_deque_size(thr->tq) >= TLG_CUTOFF && thr->inline_depth < TLG_INLINE_DEPTH;
 }
 
 /* The largest argument block run_inline copies on its stack. */

@@ -352,7 +352,6 @@ static void region_start(struct region *r)
     atomic_store_explicit(&team->event, 0, RLX);
     atomic_store_explicit(&team->nparked, 0, RLX);
     atomic_store_explicit(&team->task_pending, 0, RLX);
-    atomic_store_explicit(&team->task_queued, 0, RLX);
     atomic_store_explicit(&team->finished, 0, RLX);
     atomic_store_explicit(&team->single_count, 0, RLX);
     atomic_store_explicit(&team->cancelled, 0, RLX);
@@ -425,6 +424,7 @@ static void worker_end(tlg_thread *me)
     tlg_team *team = me->team;
     uint64_t spun = 0;
     for (;;) {
+        tlg_task_flush(me);
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);
         if (atomic_load_explicit(&team->task_pending, ACQ) <= 0)
             break;
@@ -442,6 +442,7 @@ static void region_end(struct region *r)
     unsigned n = team->nthreads;
     uint64_t spun = 0;
     for (;;) {
+        tlg_task_flush(me);
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);
         if (atomic_load_explicit(&team->task_pending, ACQ) > 0) {
             tlg_wait_step(me, ev, &spun, NULL);

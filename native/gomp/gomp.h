@@ -277,6 +277,12 @@ struct tlg_team {
      * (tlg_task_flush), before it waits and at barriers, so the count
      * never reaches 0 early and is exact whenever every thread waits */
     _Atomic long task_pending TLG_ALIGNED;
+    /* the region created a task; its master reached the region's end:
+     * until both, a worker at the end stays to run tasks (the master may
+     * still create some: leaving when none is pending would leave them
+     * all to the master) */
+    _Atomic int tasks_seen;
+    _Atomic int master_ending;
     _Atomic uint32_t orphan_lock; /* tasks made ready by threads of no team */
     tlg_task *_Atomic orphans; /* written under orphan_lock */
     _Atomic uint32_t finished TLG_ALIGNED; /* workers done with the region */

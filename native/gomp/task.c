@@ -762,6 +762,8 @@ static void submit(tlg_thread *thr, tlg_task *t)
     if (t->taskgroup)
         atomic_fetch_add_explicit(&t->taskgroup->pending, 1, RLX);
     atomic_fetch_add_explicit(&t->team->task_pending, 1, ACQREL);
+    if (!atomic_load_explicit(&t->team->tasks_seen, RLX))
+        atomic_store_explicit(&t->team->tasks_seen, 1, RLX);
     if (t->ndeps)
         deps_register(parent, t, 1);
     if (atomic_fetch_sub_explicit(&t->npred, 1, ACQREL) == 1)

@@ -352,6 +352,8 @@ static void region_start(struct region *r)
     atomic_store_explicit(&team->event, 0, RLX);
     atomic_store_explicit(&team->nparked, 0, RLX);
     atomic_store_explicit(&team->task_pending, 0, RLX);
+    atomic_store_explicit(&team->tasks_seen, 0, RLX);
+    atomic_store_explicit(&team->master_ending, 0, RLX);
     atomic_store_explicit(&team->finished, 0, RLX);
     atomic_store_explicit(&team->single_count, 0, RLX);
     atomic_store_explicit(&team->cancelled, 0, RLX);
@@ -418,7 +420,10 @@ static void spawn_workers(tlg_team *team)
 }
 
 /* The final barrier, worker side: help with tasks while any is pending,
- * then count itself finished (its last access to the team). */
+ * then count itself finished (its last access to the team). In a region
+ * without tasks a worker leaves at once (the master does not wait to let
+ * it go); once the region created a task, it stays until the master
+ * reaches the end too, running the tasks the master creates meanwhile. */
 static void worker_end(tlg_thread *me)
 {
     tlg_team *team = me->team;
@@ -426,7 +431,8 @@ static void worker_end(tlg_thread *me)
     for (;;) {
         tlg_task_flush(me);
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);
-        if (atomic_load_explicit(&team->task_pending, ACQ) <= 0)
+        if (atomic_load_explicit(&team->task_pending, ACQ) <= 0 &&
+            (!atomic_load_explicit(&team->tasks_seen, SEQ) || atomic_load_explicit(&team->master_ending, SEQ)))
             break;
         tlg_wait_step(me, ev, &spun, NULL);
     }
@@ -441,6 +447,11 @@ static void region_end(struct region *r)
     tlg_thread *me = member(team, 0);
     unsigned n = team->nthreads;
     uint64_t spun = 0;
+    /* workers waiting for more tasks may leave once none is pending (the
+     * Dekker pair with worker_end: set, then bump the event it read) */
+    atomic_store_explicit(&team->master_ending, 1, SEQ);
+    if (atomic_load_explicit(&team->tasks_seen, SEQ))
+        tlg_team_event(team, 1);
     for (;;) {
         tlg_task_flush(me);
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);

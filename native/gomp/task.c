@@ -17,14 +17,29 @@
  * oldest. Creation costs one allocation from a per-thread free list, the
  * argument copy and a push; no lock unless the task has dependences.
  *
+ * Run at once. Past the cutoff (TLG_CUTOFF tasks on the creator's deque:
+ * they keep the other threads busy), a new task runs at once on the
+ * creator's stack, as if(0) and final tasks do (a task scheduling point
+ * may do so). Without a dependence on an earlier sibling or a detach
+ * clause, its descriptor stays on the stack too (run_inline): no
+ * allocation and no atomic operation, since nothing outside the frame
+ * points to it; if it creates a task that may outlive it (a child that is
+ * queued, or allocated), the descriptor and its stack ancestors move to
+ * the heap first (task_promote). At most TLG_INLINE_DEPTH tasks run so,
+ * nested, per thread: past that they are queued, so that a task creating
+ * its successor cannot run a thread's stack out.
+ *
  * Counting. team->task_pending counts tasks not finished (a barrier
- * completes them all), team->task_queued those not started (waiters look
- * only when it is positive), a task's children its unfinished children
- * (taskwait waits for 0), its refs who still points to its memory (itself
- * until it finishes, and each allocated child: a task's chain of parents
- * can be walked while it exists), a taskgroup's pending its unfinished
- * tasks. Undeferred tasks are allocated like the others: their children
- * may outlive them.
+ * completes them all): their creator adds each at once, a thread that
+ * finishes tasks of its team subtracts them before it waits
+ * (tlg_task_flush). Waiters look at the deques for queued tasks. A task
+ * counts its deferred children created (its own thread) and finished
+ * (the finishers, on a line of their own): taskwait waits until they
+ * match. Its refs count who still points to its memory (itself until it
+ * finishes, and each allocated child: a task's chain of parents can be
+ * walked while it exists; implicit tasks are not counted); a taskgroup's
+ * pending its unfinished tasks. Undeferred tasks that are allocated stay
+ * allocated while their children may point to them.
  *
  * Scheduling constraint. A task waiting in taskwait or at a taskgroup's
  * end runs only its own descendants (OpenMP's rule for tied tasks: the

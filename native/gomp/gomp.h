@@ -249,6 +249,7 @@ typedef struct tlg_thread {
     tlg_task *free_tasks;     /* recycled task memory */
     unsigned nfree_tasks;
     unsigned inline_depth;    /* tasks running now on its stack, nested (run now, not queued) */
+    unsigned inline_credit;   /* tasks it may still run at once before it looks at its queue again */
     long pending_done;        /* tasks of its team it finished, not yet subtracted from task_pending */
     /* task memory of its own freed by other threads, pushed here (a
      * stack of next_free; it takes the whole list when its own is empty) */
@@ -297,8 +298,15 @@ struct tlg_team {
 };
 
 /* The calling OpenMP thread's state: a team member, or the initial
- * thread of its contention group (never NULL). */
-tlg_thread *tlg_self(void);
+ * thread of its contention group (never NULL). Inline: every task
+ * creation and omp_get_thread_num() asks; a team member is a ULT's local
+ * pointer, anything else tlg_self_slow. */
+tlg_thread *tlg_self_slow(void);
+static inline tlg_thread *tlg_self(void)
+{
+    tlg_thread *t = tl_ult_get_local();
+    return TLG_LIKELY(t) ? t : tlg_self_slow();
+}
 static inline tlg_icv *tlg_icv_cur(void)
 {
     return &tlg_self()->task->icv;

@@ -793,12 +793,27 @@ static void submit(tlg_thread *thr, tlg_task *t)
  * TLG_INLINE_DEPTH tasks run so. */
 #define TLG_CUTOFF 64
 #define TLG_INLINE_DEPTH 64
+/* Once its queue is at the cutoff, a thread runs this many new tasks at
+ * once before it looks at the queue again (a quarter of the cutoff: the
+ * others still have plenty to steal meanwhile). */
+#define TLG_CUTOFF_CREDIT 16
 static int must_run_now(tlg_thread *thr, bool if_clause)
 {
-    tlg_team *team = thr->team;
-    if (!if_clause || !team || thr->task->final)
+    if (!if_clause || !thr->team)
         return 1;
-    return tl_ult_deque_size(thr->tq) >= TLG_CUTOFF && thr->inline_depth < TLG_INLINE_DEPTH;
+    /* the thread's own fields first: the current task's final flag is
+     * one more dependent load, needed only below the cutoff */
+    if (thr->inline_depth < TLG_INLINE_DEPTH) {
+        if (thr->inline_credit) {
+            thr->inline_credit--;
+            return 1;
+        }
+        if (tl_ult_deque_size(thr->tq) >= TLG_CUTOFF) {
+            thr->inline_credit = TLG_CUTOFF_CREDIT - 1;
+            return 1;
+        }
+    }
+    return thr->task->final;
 }
 
 /* The largest argument block run_inline copies on its stack. */
@@ -853,24 +868,39 @@ static void run_inline(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)(voi
         task_unref(thr, s.moved);
 }
 
-TLG_EXPORT void GOMP_task(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
-                          bool if_clause, unsigned flags, void **depend, int priority, void *detach)
+/* GOMP_task but its fast path. */
+__attribute__((noinline)) static void task_general(tlg_thread *thr, tlg_fn fn, void *data,
+                                                   void (*cpyfn)(void *, void *), long arg_size, long arg_align,
+                                                   bool if_clause, unsigned flags, void **depend, void *detach)
 {
-    (void)priority;
-    tlg_thread *thr = tlg_self();
     if (arg_align < 1)
         arg_align = 1;
     if (must_run_now(thr, if_clause)) {
         /* a detached task waits for its event; one with dependences on
          * earlier siblings waits for them: the general path */
-        if (TLG_LIKELY(!(flags & TLG_TASK_DETACH) && (!(flags & TLG_TASK_DEPEND) || !thr->task->deps) &&
-                       (!cpyfn || arg_size + arg_align - 1 <= INLINE_ARG)))
+        if (!(flags & TLG_TASK_DETACH) && (!(flags & TLG_TASK_DEPEND) || !thr->task->deps) &&
+            (!cpyfn || arg_size + arg_align - 1 <= INLINE_ARG))
             run_inline(thr, fn, data, cpyfn, arg_align, flags);
         else
             run_undeferred(thr, fn, data, cpyfn, arg_size, arg_align, flags, depend, detach, NULL);
         return;
     }
     submit(thr, make_deferred(thr, fn, data, cpyfn, arg_size, arg_align, flags, depend, detach));
+}
+
+TLG_EXPORT void GOMP_task(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
+                          bool if_clause, unsigned flags, void **depend, int priority, void *detach)
+{
+    (void)priority;
+    tlg_thread *thr = tlg_self();
+    /* the fast path: a task without copy function, dependences or detach
+     * run at once (past the cutoff), kept apart so that it costs a few
+     * loads and stores */
+    if (TLG_LIKELY(!cpyfn && !(flags & (TLG_TASK_DETACH | TLG_TASK_DEPEND)) && must_run_now(thr, if_clause))) {
+        run_inline(thr, fn, data, NULL, 1, flags);
+        return;
+    }
+    task_general(thr, fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, detach);
 }
 
 TLG_EXPORT void GOMP_taskwait(void)

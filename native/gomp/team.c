@@ -79,12 +79,9 @@ tlg_thread *tlg_initial(void)
     return t;
 }
 
-tlg_thread *tlg_self(void)
+tlg_thread *tlg_self_slow(void)
 {
-    tlg_thread *t = tl_ult_get_local();
-    if (TLG_LIKELY(t))
-        return t;
-    t = tls_cur;
+    tlg_thread *t = tls_cur;
     return t ? t : tlg_initial();
 }
 
@@ -372,6 +369,7 @@ static void region_start(struct region *r)
         m->active_level = team->active_level;
         m->team_num = thr->team_num;
         m->num_teams = thr->num_teams;
+        m->inline_credit = 0;
         init_implicit(m, &team->icv);
         m->implicit.taskgroup = team->par_taskgroup;
         m->ws_seq = r->ws0 ? 1 : 0;

@@ -107,9 +107,17 @@ void tlg_wait_step(tlg_thread *thr, uint32_t seen, uint64_t *spun_since, tlg_tas
             return;
         }
     }
+    /* the Dekker pair with queue_task (which queues, fences, then reads
+     * nparked): count, then look. A region that never queued a task
+     * (tasks_seen, set before the first is queued, read seq_cst) needs
+     * no fence here */
     atomic_fetch_add_explicit(&team->nparked, 1, SEQ);
-    atomic_thread_fence(SEQ); /* the Dekker pair with queue_task: count, then look */
-    if (!tlg_task_queued(team))
+    int park = !atomic_load_explicit(&team->tasks_seen, SEQ);
+    if (!park) {
+        atomic_thread_fence(SEQ);
+        park = !tlg_task_queued(team);
+    }
+    if (park)
         tl_ult_wait(&team->event, seen);
     atomic_fetch_sub_explicit(&team->nparked, 1, RLX);
     *spun_since = 0;

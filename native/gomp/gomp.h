@@ -263,6 +263,13 @@ typedef struct tlg_thread {
 
 struct tlg_team {
     unsigned nthreads;
+    /* the region created a task (written once per region: on this
+     * read-mostly line, every idle waiter reads it); its master reached
+     * the region's end: until both, a worker at the end stays to run
+     * tasks (the master may still create some: leaving when none is
+     * pending would leave them all to the master) */
+    _Atomic int tasks_seen;
+    _Atomic int master_ending;
     unsigned level, active_level;
     tlg_fn fn;
     void *data;
@@ -278,12 +285,6 @@ struct tlg_team {
      * (tlg_task_flush), before it waits and at barriers, so the count
      * never reaches 0 early and is exact whenever every thread waits */
     _Atomic long task_pending TLG_ALIGNED;
-    /* the region created a task; its master reached the region's end:
-     * until both, a worker at the end stays to run tasks (the master may
-     * still create some: leaving when none is pending would leave them
-     * all to the master) */
-    _Atomic int tasks_seen;
-    _Atomic int master_ending;
     _Atomic uint32_t orphan_lock; /* tasks made ready by threads of no team */
     tlg_task *_Atomic orphans; /* written under orphan_lock */
     _Atomic uint32_t finished TLG_ALIGNED; /* workers done with the region */
@@ -404,7 +405,12 @@ void tlg_task_thread_init(tlg_thread *thr);
 int tlg_task_queued(tlg_team *team);
 /* Subtracts the tasks the thread finished from its team's task_pending
  * (bumping the event when it reaches 0): before it waits for anything. */
-void tlg_task_flush(tlg_thread *thr);
+void tlg_task_flush_some(tlg_thread *thr);
+static inline void tlg_task_flush(tlg_thread *thr)
+{
+    if (thr->pending_done)
+        tlg_task_flush_some(thr);
+}
 /* An implicit task ends (its region's tasks are all done). */
 void tlg_task_implicit_end(tlg_task *t);
 void tlg_task_thread_fini(tlg_thread *thr);

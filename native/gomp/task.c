@@ -460,6 +460,10 @@ static void queue_task(tlg_thread *thr, tlg_task *t)
 
 int tlg_task_queued(tlg_team *team)
 {
+    /* set before the region's first task is queued: a region without
+     * tasks (a barrier's waiters) reads one word */
+    if (!atomic_load_explicit(&team->tasks_seen, RLX))
+        return 0;
     if (atomic_load_explicit(&team->orphans, RLX))
         return 1;
     for (unsigned k = 0; k < team->nthreads; k++)
@@ -468,11 +472,9 @@ int tlg_task_queued(tlg_team *team)
     return 0;
 }
 
-void tlg_task_flush(tlg_thread *thr)
+void tlg_task_flush_some(tlg_thread *thr)
 {
     long n = thr->pending_done;
-    if (!n)
-        return;
     thr->pending_done = 0;
     tlg_team *team = thr->team;
     if (atomic_fetch_sub_explicit(&team->task_pending, n, ACQREL) == n)
@@ -550,7 +552,7 @@ static tlg_task *take_orphan(tlg_team *team, tlg_task *ancestor)
 int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor)
 {
     tlg_team *team = thr->team;
-    if (!team)
+    if (!team || !atomic_load_explicit(&team->tasks_seen, RLX))
         return 0;
     tlg_task *t = tl_ult_deque_size(thr->tq) > 0 ? tl_ult_deque_take(thr->tq) : NULL;
     if (t && ancestor && !descends(t, ancestor)) {

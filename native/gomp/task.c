@@ -518,7 +518,10 @@ static void task_finish(tlg_thread *thr, tlg_task *t)
      * finished; created is the parent's own and does not change while it
      * waits */
     long f = atomic_fetch_add_explicit(&parent->finished, 1, SEQ) + 1;
-    if (atomic_load_explicit(&parent->waiting, SEQ) && f == atomic_load_explicit(&parent->created, RLX))
+    /* a parent waiting on this very thread (it ran its child from its
+     * taskwait) looks again when this returns: no event for it */
+    if (atomic_load_explicit(&parent->waiting, SEQ) && f == atomic_load_explicit(&parent->created, RLX) &&
+        parent->thr != thr)
         tlg_team_event(team, 1);
     task_unref(thr, t);
     /* last: a finished region may reuse the team once nothing is pending.

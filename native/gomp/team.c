@@ -315,7 +315,7 @@ struct region {
     tlg_thread *master_prev;
 };
 
-static void worker_end(tlg_thread *me);
+static void worker_end(tlg_thread *me, int for_master);
 
 static void *worker_main(void *p)
 {
@@ -323,7 +323,7 @@ static void *worker_main(void *p)
     tl_ult_set_local(me);
     tlg_team *team = me->team;
     team->fn(team->data);
-    worker_end(me);
+    worker_end(me, 1);
     return NULL;
 }
 
@@ -420,9 +420,11 @@ static void spawn_workers(tlg_team *team)
 /* The final barrier, worker side: help with tasks while any is pending,
  * then count itself finished (its last access to the team). In a region
  * without tasks a worker leaves at once (the master does not wait to let
- * it go); once the region created a task, it stays until the master
- * reaches the end too, running the tasks the master creates meanwhile. */
-static void worker_end(tlg_thread *me)
+ * it go); once the region created a task, a worker (for_master) stays
+ * until the master reaches the end too, running the tasks the master
+ * creates meanwhile. A work-descriptor part does not: the master reaches
+ * the end only once every part has returned. */
+static void worker_end(tlg_thread *me, int for_master)
 {
     tlg_team *team = me->team;
     uint64_t spun = 0;
@@ -430,7 +432,8 @@ static void worker_end(tlg_thread *me)
         tlg_task_flush(me);
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);
         if (atomic_load_explicit(&team->task_pending, ACQ) <= 0 &&
-            (!atomic_load_explicit(&team->tasks_seen, SEQ) || atomic_load_explicit(&team->master_ending, SEQ)))
+            (!for_master || !atomic_load_explicit(&team->tasks_seen, SEQ) ||
+             atomic_load_explicit(&team->master_ending, SEQ)))
             break;
         tlg_wait_step(me, ev, &spun, NULL);
     }
@@ -513,7 +516,7 @@ static void *claimed_part(void *p)
     tlg_thread *m = p;
     tl_ult_set_local(m);
     m->team->fn(m->team->data);
-    worker_end(m);
+    worker_end(m, 0);
     return NULL;
 }
 
@@ -540,7 +543,7 @@ static void wd_part(unsigned id, unsigned nparts, void *p)
     tl_ult_wear(m->identity);
     tls_cur = m; /* in the worn TLS: this VP context is thread id now */
     team->fn(team->data);
-    worker_end(m);
+    worker_end(m, 0);
     tls_cur = NULL;
     tl_ult_wear(NULL);
 }

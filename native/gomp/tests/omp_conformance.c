@@ -995,6 +995,17 @@ static void check_tasks_inline(void)
         }
     }
     EXPECT(sum == 10 * 21 + 100 * 45, "firstprivate VLA in tasks run at once: %d", sum);
+
+    /* tasks created in a combined parallel loop (constant bounds: run as
+     * a work descriptor on threadlab, whose parts end without waiting for
+     * the master) */
+    int in_loop = 0;
+#pragma omp parallel for schedule(dynamic) num_threads(2)
+    for (int i = 0; i < 16; i++) {
+#pragma omp task shared(in_loop)
+        __atomic_fetch_add(&in_loop, 1, __ATOMIC_RELAXED);
+    }
+    EXPECT(in_loop == 16, "tasks in a combined parallel loop: %d of 16", in_loop);
 }
 
 static void check_detach_taskloop(void)

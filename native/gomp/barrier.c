@@ -17,9 +17,10 @@
  * barrier opens, when the last child of a task or the last task of the
  * team finishes, and when a task is queued while threads are parked. A
  * waiter reads the word before it checks its condition, so a change in
- * between makes it not park; and it re-checks the queued count after it
+ * between makes it not park; and it looks at the queues again after it
  * counted itself as parked (the Dekker pair with the producer, which
- * queues, then reads the parked count).
+ * queues, then reads the parked count). A thread subtracts the tasks it
+ * finished from the team's pending count before it waits (tlg_task_flush).
  *
  * The barrier: arrivals count up; the last one runs tasks until none is
  * pending (OpenMP: a barrier completes the tasks created before it),
@@ -90,6 +91,7 @@ void tlg_wait_step(tlg_thread *thr, uint32_t seen, uint64_t *spun_since, tlg_tas
         return;
     }
     tlg_team *team = thr->team;
+    tlg_task_flush(thr);
     if (!tl_ult_self()) {
         unsigned n = (unsigned)(*spun_since)++;
         external_pause(&n);
@@ -105,8 +107,17 @@ void tlg_wait_step(tlg_thread *thr, uint32_t seen, uint64_t *spun_since, tlg_tas
             return;
         }
     }
+    /* the Dekker pair with queue_task (which queues, fences, then reads
+     * nparked): count, then look. A region that never queued a task
+     * (tasks_seen, set before the first is queued, read seq_cst) needs
+     * no fence here */
     atomic_fetch_add_explicit(&team->nparked, 1, SEQ);
-    if (atomic_load_explicit(&team->task_queued, SEQ) <= 0)
+    int park = !atomic_load_explicit(&team->tasks_seen, SEQ);
+    if (!park) {
+        atomic_thread_fence(SEQ);
+        park = !tlg_task_queued(team);
+    }
+    if (park)
         tl_ult_wait(&team->event, seen);
     atomic_fetch_sub_explicit(&team->nparked, 1, RLX);
     *spun_since = 0;
@@ -118,8 +129,10 @@ bool tlg_barrier(tlg_thread *thr)
     if (!team)
         return false;
     uint64_t spun = 0;
+    tlg_task_flush(thr);
     if (team->nthreads == 1) {
         for (;;) {
+            tlg_task_flush(thr);
             uint32_t ev = atomic_load_explicit(&team->event, ACQ);
             if (atomic_load_explicit(&team->task_pending, ACQ) <= 0)
                 break;
@@ -130,6 +143,7 @@ bool tlg_barrier(tlg_thread *thr)
     uint32_t gen = atomic_load_explicit(&team->bar_gen, ACQ);
     if (atomic_fetch_add_explicit(&team->bar_arrived, 1, ACQREL) + 1 == team->nthreads) {
         for (;;) {
+            tlg_task_flush(thr);
             uint32_t ev = atomic_load_explicit(&team->event, ACQ);
             if (atomic_load_explicit(&team->task_pending, ACQ) <= 0)
                 break;

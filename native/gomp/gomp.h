@@ -183,36 +183,44 @@ struct tlg_dep_table;
 struct tlg_thread;
 
 typedef struct tlg_task {
+    /* written by its creator, read by the thread that runs it: one line */
+    tlg_fn fn;                /* a deferred task's body and arguments */
+    void *data;
     struct tlg_task *parent;
-    struct tlg_thread *thr;   /* the team thread running it */
     struct tlg_team *team;
     tlg_taskgroup *taskgroup; /* the innermost taskgroup it belongs to */
-    /* references to its memory: 1 until it finishes, plus 1 per child
-     * still allocated (a child points to its parent until it is freed,
-     * so that a chain of parents can be walked); the memory of an
-     * explicit task goes when it drops to 0 */
-    _Atomic long refs;
-    _Atomic long children;    /* unfinished children (taskwait) */
-    _Atomic int waiting;      /* in taskwait: its last child bumps the event */
+    struct tlg_thread *thr;   /* the team thread running it */
+    unsigned ndeps, nout;     /* its dependences (dep_addr, outs first) */
+    unsigned char final, implicit, deferred;
+    unsigned char stack;      /* its descriptor is on its creator's stack (run_inline) */
+    _Atomic int detach_left;  /* detach: the body and the event, each counts 1 */
+    /* written by the thread running it */
+    _Atomic long created;     /* children created (deferred ones: taskwait) */
     tlg_icv icv;
-    int final;
-    int implicit;
-    int deferred;
-    /* a deferred task */
-    tlg_fn fn;
-    void *data;
     size_t alloc;             /* bytes of its allocation (0: not freed here) */
+    struct tlg_thread *home;  /* the thread whose free list its memory returns to */
     struct tlg_task *next_free;
+    struct tlg_task *moved;   /* a stack descriptor promoted: its allocated copy */
+    void *key;                /* who owns nest locks while it runs (NULL: itself) */
     /* dependences: the table of its children's, and its own in its
      * parent's table (addresses at dep_addr[0..ndeps), outs first) */
     struct tlg_dep_table *deps;
     void **dep_addr;
-    unsigned ndeps, nout;
-    _Atomic int npred;        /* predecessors not finished (+1 while registering) */
     struct tlg_task **succ;   /* tasks waiting for it (under the parent's table lock) */
     unsigned nsucc, succ_cap;
     int done;                 /* finished (under the parent's table lock) */
-    _Atomic int detach_left;  /* detach: the body and the event, each counts 1 */
+    /* written by other threads (its children as they finish, its
+     * predecessors): a line of its own, so that creating children and
+     * finishing them do not take each other's line */
+    /* references to its memory: 1 until it finishes, plus 1 per child
+     * still allocated (a child points to its parent until it is freed,
+     * so that a chain of parents can be walked); the memory of an
+     * explicit task goes when it drops to 0. Implicit tasks are not
+     * counted (they outlive their region's tasks) */
+    _Atomic long refs TLG_ALIGNED;
+    _Atomic long finished;    /* deferred children finished (taskwait waits for created) */
+    _Atomic int waiting;      /* in taskwait: its last child bumps the event */
+    _Atomic int npred;        /* predecessors not finished (+1 while registering) */
 } tlg_task;
 
 /* ---- threads and teams (team.c) ---------------------------------------- */
@@ -240,6 +248,13 @@ typedef struct tlg_thread {
     tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
     tlg_task *free_tasks;     /* recycled task memory */
     unsigned nfree_tasks;
+    unsigned inline_depth;    /* tasks running now on its stack, nested (run now, not queued) */
+    unsigned inline_credit;   /* tasks it may still run at once before it looks at its queue again */
+    long pending_done;        /* tasks of its team it finished, not yet subtracted from task_pending */
+    /* task memory of its own freed by other threads, pushed here (a
+     * stack of next_free; it takes the whole list when its own is empty) */
+    tlg_task *_Atomic remote_free TLG_ALIGNED;
+    _Atomic unsigned long remote_count; /* about how many (a cap, not exact) */
     int uid;                  /* OMP_1.0 nest locks: a thread number, 1.. */
     tlg_team *cached_team;    /* the team it last started as master */
     tlg_ws *solo;             /* work share of orphaned constructs */
@@ -248,6 +263,13 @@ typedef struct tlg_thread {
 
 struct tlg_team {
     unsigned nthreads;
+    /* the region created a task (written once per region: on this
+     * read-mostly line, every idle waiter reads it); its master reached
+     * the region's end: until both, a worker at the end stays to run
+     * tasks (the master may still create some: leaving when none is
+     * pending would leave them all to the master) */
+    _Atomic int tasks_seen;
+    _Atomic int master_ending;
     unsigned level, active_level;
     tlg_fn fn;
     void *data;
@@ -258,10 +280,13 @@ struct tlg_team {
     /* waiters of anything task-related or the barrier park on it */
     _Atomic uint32_t event TLG_ALIGNED;
     _Atomic uint32_t nparked;
-    _Atomic long task_pending TLG_ALIGNED; /* explicit tasks not finished */
-    _Atomic long task_queued;  /* explicit tasks queued, not started */
+    /* explicit tasks not finished: a creator adds 1 at once, a thread
+     * that finishes tasks of its own team subtracts them in batches
+     * (tlg_task_flush), before it waits and at barriers, so the count
+     * never reaches 0 early and is exact whenever every thread waits */
+    _Atomic long task_pending TLG_ALIGNED;
     _Atomic uint32_t orphan_lock; /* tasks made ready by threads of no team */
-    tlg_task *orphans;
+    tlg_task *_Atomic orphans; /* written under orphan_lock */
     _Atomic uint32_t finished TLG_ALIGNED; /* workers done with the region */
     _Atomic unsigned long single_count TLG_ALIGNED;
     _Atomic int cancelled;    /* cancel parallel */
@@ -274,8 +299,15 @@ struct tlg_team {
 };
 
 /* The calling OpenMP thread's state: a team member, or the initial
- * thread of its contention group (never NULL). */
-tlg_thread *tlg_self(void);
+ * thread of its contention group (never NULL). Inline: every task
+ * creation and omp_get_thread_num() asks; a team member is a ULT's local
+ * pointer, anything else tlg_self_slow. */
+tlg_thread *tlg_self_slow(void);
+static inline tlg_thread *tlg_self(void)
+{
+    tlg_thread *t = tl_ult_get_local();
+    return TLG_LIKELY(t) ? t : tlg_self_slow();
+}
 static inline tlg_icv *tlg_icv_cur(void)
 {
     return &tlg_self()->task->icv;
@@ -368,6 +400,17 @@ void tlg_ordered_pass(tlg_thread *thr);
  * in taskwait or taskgroup end): 1 if it did. */
 int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor);
 void tlg_task_thread_init(tlg_thread *thr);
+/* Whether any task of the team is queued (its threads' deques, the
+ * orphans): a hint, exact once the caller has counted itself parked. */
+int tlg_task_queued(tlg_team *team);
+/* Subtracts the tasks the thread finished from its team's task_pending
+ * (bumping the event when it reaches 0): before it waits for anything. */
+void tlg_task_flush_some(tlg_thread *thr);
+static inline void tlg_task_flush(tlg_thread *thr)
+{
+    if (thr->pending_done)
+        tlg_task_flush_some(thr);
+}
 /* An implicit task ends (its region's tasks are all done). */
 void tlg_task_implicit_end(tlg_task *t);
 void tlg_task_thread_fini(tlg_thread *thr);

@@ -65,10 +65,13 @@ _Static_assert(sizeof(omp_nest_lock_t) >= sizeof(nest_lock), "omp_nest_lock_t ho
 #define WORD(lock) ((_Atomic uint32_t *)(void *)(lock))
 #define NEST(lock) ((nest_lock *)(void *)(lock))
 
-/* The owner of a nestable lock: the task running now. */
+/* The owner of a nestable lock: the task running now (a task whose
+ * descriptor moved from its creator's stack keeps its first address as
+ * its key, task.c). */
 static void *current_task(void)
 {
-    return tlg_self()->task;
+    tlg_task *t = tlg_self()->task;
+    return t->key ? t->key : t;
 }
 
 #define V30(name) __attribute__((symver(name "@@OMP_3.0")))

@@ -17,14 +17,29 @@
  * oldest. Creation costs one allocation from a per-thread free list, the
  * argument copy and a push; no lock unless the task has dependences.
  *
+ * Run at once. Past the cutoff (TLG_CUTOFF tasks on the creator's deque:
+ * they keep the other threads busy), a new task runs at once on the
+ * creator's stack, as if(0) and final tasks do (a task scheduling point
+ * may do so). Without a dependence on an earlier sibling or a detach
+ * clause, its descriptor stays on the stack too (run_inline): no
+ * allocation and no atomic operation, since nothing outside the frame
+ * points to it; if it creates a task that may outlive it (a child that is
+ * queued, or allocated), the descriptor and its stack ancestors move to
+ * the heap first (task_promote). At most TLG_INLINE_DEPTH tasks run so,
+ * nested, per thread: past that they are queued, so that a task creating
+ * its successor cannot run a thread's stack out.
+ *
  * Counting. team->task_pending counts tasks not finished (a barrier
- * completes them all), team->task_queued those not started (waiters look
- * only when it is positive), a task's children its unfinished children
- * (taskwait waits for 0), its refs who still points to its memory (itself
- * until it finishes, and each allocated child: a task's chain of parents
- * can be walked while it exists), a taskgroup's pending its unfinished
- * tasks. Undeferred tasks are allocated like the others: their children
- * may outlive them.
+ * completes them all): their creator adds each at once, a thread that
+ * finishes tasks of its team subtracts them before it waits
+ * (tlg_task_flush). Waiters look at the deques for queued tasks. A task
+ * counts its deferred children created (its own thread) and finished
+ * (the finishers, on a line of their own): taskwait waits until they
+ * match. Its refs count who still points to its memory (itself until it
+ * finishes, and each allocated child: a task's chain of parents can be
+ * walked while it exists; implicit tasks are not counted); a taskgroup's
+ * pending its unfinished tasks. Undeferred tasks that are allocated stay
+ * allocated while their children may point to them.
  *
  * Scheduling constraint. A task waiting in taskwait or at a taskgroup's
  * end runs only its own descendants (OpenMP's rule for tied tasks: the
@@ -47,17 +62,31 @@
 
 #define SMALL_TASK 512
 #define FREE_MAX 64
+#define REMOTE_FREE_MAX 256
 
-/* ---- memory ----------------------------------------------------------------- */
+/* ---- memory ----------------------------------------------------------------- *
+ *
+ * Task memory of SMALL_TASK bytes is recycled by the thread that
+ * allocated it (its home): freed there, it goes on the home's own list;
+ * freed by another thread (the thief that ran it), it is pushed on the
+ * home's remote list, which the home takes whole when its own is empty.
+ * So a thread that creates tasks others run (a master creating them all)
+ * reuses its memory instead of allocating each task while the thieves
+ * free theirs into its malloc arena. */
 
 static tlg_task *task_alloc(tlg_thread *thr, size_t size)
 {
     tlg_task *t;
     if (size <= SMALL_TASK) {
         t = thr->free_tasks;
+        if (!t && atomic_load_explicit(&thr->remote_free, RLX)) {
+            t = atomic_exchange_explicit(&thr->remote_free, NULL, ACQ);
+            thr->nfree_tasks = (unsigned)atomic_exchange_explicit(&thr->remote_count, 0, RLX);
+        }
         if (t) {
             thr->free_tasks = t->next_free;
-            thr->nfree_tasks--;
+            if (thr->nfree_tasks)
+                thr->nfree_tasks--;
         } else {
             t = tlg_aligned_alloc(TLG_LINE, SMALL_TASK);
         }
@@ -67,30 +96,47 @@ static tlg_task *task_alloc(tlg_thread *thr, size_t size)
     }
     memset(t, 0, sizeof *t);
     t->alloc = size;
+    t->home = thr;
     return t;
 }
 
-static void deps_free(struct tlg_dep_table *d);
-
-/* Drops a reference to t's memory; the last one frees it, then drops
- * its reference to its parent (implicit tasks are never freed: their
- * own reference stays). */
-static void task_unref(tlg_thread *thr, tlg_task *t)
+static void task_free(tlg_thread *thr, tlg_task *t)
 {
-    while (t && atomic_fetch_sub_explicit(&t->refs, 1, ACQREL) == 1) {
-        if (t->implicit)
-            tlg_fatal("an implicit task lost its own reference");
-        tlg_task *parent = t->parent;
-        free(t->succ);
-        if (t->deps)
-            deps_free(t->deps);
-        if (t->alloc == SMALL_TASK && thr->nfree_tasks < FREE_MAX) {
+    tlg_thread *home = t->home;
+    if (t->alloc != SMALL_TASK) {
+        free(t);
+    } else if (home == thr) {
+        if (thr->nfree_tasks < FREE_MAX) {
             t->next_free = thr->free_tasks;
             thr->free_tasks = t;
             thr->nfree_tasks++;
         } else {
             free(t);
         }
+    } else if (atomic_load_explicit(&home->remote_count, RLX) >= REMOTE_FREE_MAX) {
+        free(t);
+    } else {
+        /* nothing of the list is read here: the home may be reusing it */
+        tlg_task *head = atomic_load_explicit(&home->remote_free, RLX);
+        do
+            t->next_free = head;
+        while (!atomic_compare_exchange_weak_explicit(&home->remote_free, &head, t, REL, RLX));
+        atomic_fetch_add_explicit(&home->remote_count, 1, RLX);
+    }
+}
+
+static void deps_free(struct tlg_dep_table *d);
+
+/* Drops a reference to t's memory; the last one frees it, then drops
+ * its reference to its parent (implicit tasks are not counted). */
+static void task_unref(tlg_thread *thr, tlg_task *t)
+{
+    while (t && !t->implicit && atomic_fetch_sub_explicit(&t->refs, 1, ACQREL) == 1) {
+        tlg_task *parent = t->parent;
+        free(t->succ);
+        if (t->deps)
+            deps_free(t->deps);
+        task_free(thr, t);
         t = parent;
     }
 }
@@ -114,11 +160,16 @@ void tlg_task_thread_fini(tlg_thread *thr)
 {
     tl_ult_deque_destroy(thr->tq);
     thr->tq = NULL;
-    while (thr->free_tasks) {
-        tlg_task *t = thr->free_tasks;
-        thr->free_tasks = t->next_free;
-        free(t);
+    tlg_task *remote = atomic_exchange_explicit(&thr->remote_free, NULL, ACQ);
+    for (int pass = 0; pass < 2; pass++) {
+        tlg_task *t = pass ? remote : thr->free_tasks;
+        while (t) {
+            tlg_task *next = t->next_free;
+            free(t);
+            t = next;
+        }
     }
+    thr->free_tasks = NULL;
     thr->nfree_tasks = 0;
 }
 
@@ -398,12 +449,35 @@ static void queue_task(tlg_thread *thr, tlg_task *t)
     } else {
         /* made ready by a thread of another team (omp_fulfill_event) */
         spin_lock(&team->orphan_lock);
-        t->next_free = team->orphans;
-        team->orphans = t;
+        t->next_free = atomic_load_explicit(&team->orphans, RLX);
+        atomic_store_explicit(&team->orphans, t, RLX);
         spin_unlock(&team->orphan_lock);
     }
-    atomic_fetch_add_explicit(&team->task_queued, 1, SEQ);
-    if (atomic_load_explicit(&team->nparked, SEQ))
+    atomic_thread_fence(SEQ); /* the Dekker pair with tlg_wait_step: queue, then look */
+    if (atomic_load_explicit(&team->nparked, RLX))
+        tlg_team_event(team, 1);
+}
+
+int tlg_task_queued(tlg_team *team)
+{
+    /* set before the region's first task is queued: a region without
+     * tasks (a barrier's waiters) reads one word */
+    if (!atomic_load_explicit(&team->tasks_seen, RLX))
+        return 0;
+    if (atomic_load_explicit(&team->orphans, RLX))
+        return 1;
+    for (unsigned k = 0; k < team->nthreads; k++)
+        if (tl_ult_deque_size(team->threads[k]->tq) > 0)
+            return 1;
+    return 0;
+}
+
+void tlg_task_flush_some(tlg_thread *thr)
+{
+    long n = thr->pending_done;
+    thr->pending_done = 0;
+    tlg_team *team = thr->team;
+    if (atomic_fetch_sub_explicit(&team->task_pending, n, ACQREL) == n)
         tlg_team_event(team, 1);
 }
 
@@ -440,25 +514,38 @@ static void task_finish(tlg_thread *thr, tlg_task *t)
     tlg_taskgroup *tg = t->taskgroup;
     if (tg && atomic_fetch_sub_explicit(&tg->pending, 1, ACQREL) == 1)
         tlg_team_event(team, 1);
-    if (atomic_fetch_sub_explicit(&parent->children, 1, ACQREL) == 1 &&
-        atomic_load_explicit(&parent->waiting, ACQ))
+    /* the Dekker pair with GOMP_taskwait: it sets waiting, then reads
+     * finished; created is the parent's own and does not change while it
+     * waits */
+    long f = atomic_fetch_add_explicit(&parent->finished, 1, SEQ) + 1;
+    /* a parent waiting on this very thread (it ran its child from its
+     * taskwait) looks again when this returns: no event for it */
+    if (atomic_load_explicit(&parent->waiting, SEQ) && f == atomic_load_explicit(&parent->created, RLX) &&
+        parent->thr != thr)
         tlg_team_event(team, 1);
     task_unref(thr, t);
-    /* last: a finished region may reuse the team once nothing is pending */
-    if (atomic_fetch_sub_explicit(&team->task_pending, 1, ACQREL) == 1)
+    /* last: a finished region may reuse the team once nothing is pending.
+     * A thread of the team counts it and subtracts later (tlg_task_flush):
+     * the thread that created the next task and the one that finished
+     * this one do not take the counter's line from each other per task */
+    if (thr->team == team)
+        thr->pending_done++;
+    else if (atomic_fetch_sub_explicit(&team->task_pending, 1, ACQREL) == 1)
         tlg_team_event(team, 1);
 }
 
 static tlg_task *take_orphan(tlg_team *team, tlg_task *ancestor)
 {
-    if (!team->orphans)
+    if (!atomic_load_explicit(&team->orphans, RLX))
         return NULL;
     spin_lock(&team->orphan_lock);
-    tlg_task **pp = &team->orphans, *t = NULL;
-    for (; *pp; pp = &(*pp)->next_free)
-        if (!ancestor || descends(*pp, ancestor)) {
-            t = *pp;
-            *pp = t->next_free;
+    tlg_task *prev = NULL, *t = atomic_load_explicit(&team->orphans, RLX);
+    for (; t; prev = t, t = t->next_free)
+        if (!ancestor || descends(t, ancestor)) {
+            if (prev)
+                prev->next_free = t->next_free;
+            else
+                atomic_store_explicit(&team->orphans, t->next_free, RLX);
             break;
         }
     spin_unlock(&team->orphan_lock);
@@ -468,9 +555,9 @@ static tlg_task *take_orphan(tlg_team *team, tlg_task *ancestor)
 int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor)
 {
     tlg_team *team = thr->team;
-    if (!team || atomic_load_explicit(&team->task_queued, ACQ) <= 0)
+    if (!team || !atomic_load_explicit(&team->tasks_seen, RLX))
         return 0;
-    tlg_task *t = tl_ult_deque_take(thr->tq);
+    tlg_task *t = tl_ult_deque_size(thr->tq) > 0 ? tl_ult_deque_take(thr->tq) : NULL;
     if (t && ancestor && !descends(t, ancestor)) {
         tl_ult_deque_push(thr->tq, t);
         t = NULL;
@@ -478,6 +565,8 @@ int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor)
     unsigned n = team->nthreads;
     for (unsigned k = 1; !t && k < n; k++) {
         tlg_thread *v = team->threads[(thr->id + k) % n];
+        if (tl_ult_deque_size(v->tq) <= 0)
+            continue;
         t = tl_ult_deque_steal(v->tq);
         if (t && ancestor && !descends(t, ancestor)) {
             /* not ours to run here: keep it queued, on our deque */
@@ -489,7 +578,6 @@ int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor)
         t = take_orphan(team, ancestor);
     if (!t)
         return 0;
-    atomic_fetch_sub_explicit(&team->task_queued, 1, ACQREL);
     run_task(thr, t);
     tlg_safe_point(); /* a task switch */
     return 1;
@@ -502,7 +590,7 @@ static void wait_count(tlg_thread *thr, _Atomic long *count, long until)
     uint64_t spun = 0;
     for (;;) {
         uint32_t ev = team ? atomic_load_explicit(&team->event, ACQ) : 0;
-        if (atomic_load_explicit(count, ACQ) == until)
+        if (atomic_load_explicit(count, SEQ) == until)
             return;
         if (!team)
             tlg_fatal("waiting for tasks outside any team");
@@ -545,17 +633,48 @@ static void wait_for_deps(tlg_thread *thr, void **depend)
         free(addr);
 }
 
+/* A descriptor on its creator's stack (run_inline) is about to be
+ * pointed to by memory that may outlive its frame (a child's parent): it
+ * moves to allocated memory, with its stack ancestors first, and the
+ * thread runs it there from now on. Returns where parent now is. */
+static tlg_task *task_promote(tlg_thread *thr, tlg_task *s)
+{
+    if (!s->stack)
+        return s;
+    if (s->moved)
+        return s->moved;
+    tlg_task *parent = task_promote(thr, s->parent);
+    /* what a task running on the stack may have changed (run_inline
+     * initialises nothing else) */
+    tlg_task *h = task_alloc(thr, sizeof *h);
+    h->parent = parent;
+    h->thr = thr;
+    h->team = s->team;
+    h->taskgroup = s->taskgroup;
+    h->final = s->final;
+    h->icv = s->icv;
+    h->key = s->key ? s->key : s; /* its nest locks stay its own */
+    atomic_init(&h->refs, 1);
+    if (!parent->implicit)
+        atomic_fetch_add_explicit(&parent->refs, 1, RLX);
+    s->moved = h;
+    if (thr->task == s)
+        thr->task = h;
+    return h;
+}
+
 static void task_init_common(tlg_task *t, tlg_thread *thr, tlg_task *parent, unsigned flags)
 {
+    parent = task_promote(thr, parent);
     t->parent = parent;
     t->thr = thr;
     t->team = thr->team;
     t->taskgroup = parent->taskgroup;
     atomic_init(&t->refs, 1);
-    atomic_init(&t->children, 0);
     t->icv = parent->icv;
     t->final = parent->final || (flags & TLG_TASK_FINAL);
-    atomic_fetch_add_explicit(&parent->refs, 1, RLX); /* parent stays while t exists */
+    if (!parent->implicit)
+        atomic_fetch_add_explicit(&parent->refs, 1, RLX); /* parent stays while t exists */
 }
 
 /* The range of a taskloop task, written into its arguments. */
@@ -588,6 +707,8 @@ static void run_undeferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)
     size_t extra = cpyfn ? (size_t)arg_size + (size_t)arg_align - 1 : 0;
     tlg_task *t = task_alloc(thr, sizeof *t + extra);
     task_init_common(t, thr, parent, flags);
+    parent = t->parent; /* moved if it was on the stack */
+    thr->inline_depth++;
     if (flags & TLG_TASK_DETACH) {
         atomic_init(&t->detach_left, 1);
         *(void **)detach = t;
@@ -615,6 +736,7 @@ static void run_undeferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)
         }
     }
     thr->task = parent;
+    thr->inline_depth--;
     task_unref(thr, t);
 }
 
@@ -644,7 +766,7 @@ static tlg_task *make_deferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cp
     if (cpyfn) {
         thr->task = t; /* C++ copy constructors run as the task */
         cpyfn(arg, data);
-        thr->task = parent;
+        thr->task = t->parent;
     } else {
         memcpy(arg, data, (size_t)arg_size);
     }
@@ -655,21 +777,120 @@ static tlg_task *make_deferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cp
 static void submit(tlg_thread *thr, tlg_task *t)
 {
     tlg_task *parent = t->parent;
-    atomic_fetch_add_explicit(&parent->children, 1, RLX);
+    /* only the thread running parent writes created */
+    atomic_store_explicit(&parent->created, atomic_load_explicit(&parent->created, RLX) + 1, RLX);
     if (t->taskgroup)
         atomic_fetch_add_explicit(&t->taskgroup->pending, 1, RLX);
     atomic_fetch_add_explicit(&t->team->task_pending, 1, ACQREL);
+    if (!atomic_load_explicit(&t->team->tasks_seen, RLX))
+        atomic_store_explicit(&t->team->tasks_seen, 1, RLX);
     if (t->ndeps)
         deps_register(parent, t, 1);
     if (atomic_fetch_sub_explicit(&t->npred, 1, ACQREL) == 1)
         queue_task(thr, t);
 }
 
+/* Whether a task is run now, not queued: undeferred (if(0), final, no
+ * team) or, as libgomp does past 64 queued tasks per thread of the team,
+ * because the creator has TLG_CUTOFF tasks queued already (a task
+ * scheduling point may run the new task at once: the queued ones keep
+ * the others busy), unless the thread's stack already holds
+ * TLG_INLINE_DEPTH tasks run so. */
+#define TLG_CUTOFF 64
+#define TLG_INLINE_DEPTH 64
+/* Once its queue is at the cutoff, a thread runs this many new tasks at
+ * once before it looks at the queue again (a quarter of the cutoff: the
+ * others still have plenty to steal meanwhile). */
+#define TLG_CUTOFF_CREDIT 16
 static int must_run_now(tlg_thread *thr, bool if_clause)
 {
-    tlg_team *team = thr->team;
-    return !if_clause || !team || thr->task->final ||
-           atomic_load_explicit(&team->task_queued, RLX) > 64 * (long)team->nthreads;
+    if (!if_clause || !thr->team)
+        return 1;
+    /* the thread's own fields first: the current task's final flag is
+     * one more dependent load, needed only below the cutoff */
+    if (thr->inline_depth < TLG_INLINE_DEPTH) {
+        if (thr->inline_credit) {
+            thr->inline_credit--;
+            return 1;
+        }
+        if (tl_ult_deque_size(thr->tq) >= TLG_CUTOFF) {
+            thr->inline_credit = TLG_CUTOFF_CREDIT - 1;
+            return 1;
+        }
+    }
+    return thr->task->final;
+}
+
+/* The largest argument block run_inline copies on its stack. */
+#define INLINE_ARG 256
+
+/* Runs a task now with its descriptor on the caller's stack: no
+ * allocation, no atomic operation (nobody else can see the task: it
+ * runs here, and it is not its parent's deferred child). If it creates a
+ * child that may outlive it, the descriptor moves to the heap first
+ * (task_promote). */
+__attribute__((noinline)) static void run_inline_copy(tlg_fn fn, void *data, void (*cpyfn)(void *, void *),
+                                                       long arg_align)
+{
+    char buf[INLINE_ARG];
+    char *arg = (char *)(((uintptr_t)buf + (uintptr_t)arg_align - 1) & ~((uintptr_t)arg_align - 1));
+    cpyfn(arg, data); /* as the task: thr->task is already it */
+    fn(arg);
+}
+
+static void run_inline(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_align,
+                       unsigned flags)
+{
+    tlg_task *parent = thr->task;
+    /* only what is read while it runs (task_promote copies it): the rest
+     * of 300 bytes stays uninitialised, zeroing it cost more than the rest
+     * of this function */
+    tlg_task s;
+    s.parent = parent;
+    s.thr = thr;
+    s.team = thr->team;
+    s.taskgroup = parent->taskgroup;
+    s.final = parent->final || (flags & TLG_TASK_FINAL);
+    s.implicit = 0;
+    s.deferred = 0;
+    s.stack = 1;
+    s.icv = parent->icv;
+    atomic_init(&s.created, 0);
+    atomic_init(&s.finished, 0);
+    s.deps = NULL;
+    s.moved = NULL;
+    s.key = NULL;
+    thr->inline_depth++;
+    thr->task = &s;
+    if (cpyfn)
+        run_inline_copy(fn, data, cpyfn, arg_align);
+    else
+        fn(data);
+    tlg_task *t = s.moved ? s.moved : &s;
+    thr->task = t->parent;
+    thr->inline_depth--;
+    if (s.moved)
+        task_unref(thr, s.moved);
+}
+
+/* GOMP_task but its fast path. */
+__attribute__((noinline)) static void task_general(tlg_thread *thr, tlg_fn fn, void *data,
+                                                   void (*cpyfn)(void *, void *), long arg_size, long arg_align,
+                                                   bool if_clause, unsigned flags, void **depend, void *detach)
+{
+    if (arg_align < 1)
+        arg_align = 1;
+    if (must_run_now(thr, if_clause)) {
+        /* a detached task waits for its event; one with dependences on
+         * earlier siblings waits for them: the general path */
+        if (!(flags & TLG_TASK_DETACH) && (!(flags & TLG_TASK_DEPEND) || !thr->task->deps) &&
+            (!cpyfn || arg_size + arg_align - 1 <= INLINE_ARG))
+            run_inline(thr, fn, data, cpyfn, arg_align, flags);
+        else
+            run_undeferred(thr, fn, data, cpyfn, arg_size, arg_align, flags, depend, detach, NULL);
+        return;
+    }
+    submit(thr, make_deferred(thr, fn, data, cpyfn, arg_size, arg_align, flags, depend, detach));
 }
 
 TLG_EXPORT void GOMP_task(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
@@ -677,23 +898,25 @@ TLG_EXPORT void GOMP_task(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), 
 {
     (void)priority;
     tlg_thread *thr = tlg_self();
-    if (arg_align < 1)
-        arg_align = 1;
-    if (must_run_now(thr, if_clause)) {
-        run_undeferred(thr, fn, data, cpyfn, arg_size, arg_align, flags, depend, detach, NULL);
+    /* the fast path: a task without copy function, dependences or detach
+     * run at once (past the cutoff), kept apart so that it costs a few
+     * loads and stores */
+    if (TLG_LIKELY(!cpyfn && !(flags & (TLG_TASK_DETACH | TLG_TASK_DEPEND)) && must_run_now(thr, if_clause))) {
+        run_inline(thr, fn, data, NULL, 1, flags);
         return;
     }
-    submit(thr, make_deferred(thr, fn, data, cpyfn, arg_size, arg_align, flags, depend, detach));
+    task_general(thr, fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, detach);
 }
 
 TLG_EXPORT void GOMP_taskwait(void)
 {
     tlg_thread *thr = tlg_self();
     tlg_task *t = thr->task;
-    if (atomic_load_explicit(&t->children, ACQ) == 0)
+    long created = atomic_load_explicit(&t->created, RLX);
+    if (atomic_load_explicit(&t->finished, ACQ) == created)
         return;
-    atomic_store_explicit(&t->waiting, 1, REL);
-    wait_count(thr, &t->children, 0);
+    atomic_store_explicit(&t->waiting, 1, SEQ);
+    wait_count(thr, &t->finished, created);
     atomic_store_explicit(&t->waiting, 0, RLX);
 }
 

@@ -79,12 +79,9 @@ tlg_thread *tlg_initial(void)
     return t;
 }
 
-tlg_thread *tlg_self(void)
+tlg_thread *tlg_self_slow(void)
 {
-    tlg_thread *t = tl_ult_get_local();
-    if (TLG_LIKELY(t))
-        return t;
-    t = tls_cur;
+    tlg_thread *t = tls_cur;
     return t ? t : tlg_initial();
 }
 
@@ -318,7 +315,7 @@ struct region {
     tlg_thread *master_prev;
 };
 
-static void worker_end(tlg_thread *me);
+static void worker_end(tlg_thread *me, int for_master);
 
 static void *worker_main(void *p)
 {
@@ -326,7 +323,7 @@ static void *worker_main(void *p)
     tl_ult_set_local(me);
     tlg_team *team = me->team;
     team->fn(team->data);
-    worker_end(me);
+    worker_end(me, 1);
     return NULL;
 }
 
@@ -352,7 +349,8 @@ static void region_start(struct region *r)
     atomic_store_explicit(&team->event, 0, RLX);
     atomic_store_explicit(&team->nparked, 0, RLX);
     atomic_store_explicit(&team->task_pending, 0, RLX);
-    atomic_store_explicit(&team->task_queued, 0, RLX);
+    atomic_store_explicit(&team->tasks_seen, 0, RLX);
+    atomic_store_explicit(&team->master_ending, 0, RLX);
     atomic_store_explicit(&team->finished, 0, RLX);
     atomic_store_explicit(&team->single_count, 0, RLX);
     atomic_store_explicit(&team->cancelled, 0, RLX);
@@ -371,6 +369,7 @@ static void region_start(struct region *r)
         m->active_level = team->active_level;
         m->team_num = thr->team_num;
         m->num_teams = thr->num_teams;
+        m->inline_credit = 0;
         init_implicit(m, &team->icv);
         m->implicit.taskgroup = team->par_taskgroup;
         m->ws_seq = r->ws0 ? 1 : 0;
@@ -419,14 +418,22 @@ static void spawn_workers(tlg_team *team)
 }
 
 /* The final barrier, worker side: help with tasks while any is pending,
- * then count itself finished (its last access to the team). */
-static void worker_end(tlg_thread *me)
+ * then count itself finished (its last access to the team). In a region
+ * without tasks a worker leaves at once (the master does not wait to let
+ * it go); once the region created a task, a worker (for_master) stays
+ * until the master reaches the end too, running the tasks the master
+ * creates meanwhile. A work-descriptor part does not: the master reaches
+ * the end only once every part has returned. */
+static void worker_end(tlg_thread *me, int for_master)
 {
     tlg_team *team = me->team;
     uint64_t spun = 0;
     for (;;) {
+        tlg_task_flush(me);
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);
-        if (atomic_load_explicit(&team->task_pending, ACQ) <= 0)
+        if (atomic_load_explicit(&team->task_pending, ACQ) <= 0 &&
+            (!for_master || !atomic_load_explicit(&team->tasks_seen, SEQ) ||
+             atomic_load_explicit(&team->master_ending, SEQ)))
             break;
         tlg_wait_step(me, ev, &spun, NULL);
     }
@@ -441,7 +448,13 @@ static void region_end(struct region *r)
     tlg_thread *me = member(team, 0);
     unsigned n = team->nthreads;
     uint64_t spun = 0;
+    /* workers waiting for more tasks may leave once none is pending (the
+     * Dekker pair with worker_end: set, then bump the event it read) */
+    atomic_store_explicit(&team->master_ending, 1, SEQ);
+    if (atomic_load_explicit(&team->tasks_seen, SEQ))
+        tlg_team_event(team, 1);
     for (;;) {
+        tlg_task_flush(me);
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);
         if (atomic_load_explicit(&team->task_pending, ACQ) > 0) {
             tlg_wait_step(me, ev, &spun, NULL);
@@ -503,7 +516,7 @@ static void *claimed_part(void *p)
     tlg_thread *m = p;
     tl_ult_set_local(m);
     m->team->fn(m->team->data);
-    worker_end(m);
+    worker_end(m, 0);
     return NULL;
 }
 
@@ -530,7 +543,7 @@ static void wd_part(unsigned id, unsigned nparts, void *p)
     tl_ult_wear(m->identity);
     tls_cur = m; /* in the worn TLS: this VP context is thread id now */
     team->fn(team->data);
-    worker_end(m);
+    worker_end(m, 0);
     tls_cur = NULL;
     tl_ult_wear(NULL);
 }

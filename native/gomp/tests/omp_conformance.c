@@ -666,15 +666,16 @@ static void check_locks(void)
 
 /* ---- tasks -------------------------------------------------------------------------------- */
 
-static long fib(int n)
+/* tasks if n > cut, undeferred below */
+static long fib(int n, int cut)
 {
     if (n < 2)
         return n;
     long a, b;
-#pragma omp task shared(a) if (n > 12)
-    a = fib(n - 1);
-#pragma omp task shared(b) if (n > 12)
-    b = fib(n - 2);
+#pragma omp task shared(a) if (n > cut)
+    a = fib(n - 1, cut);
+#pragma omp task shared(b) if (n > cut)
+    b = fib(n - 2, cut);
 #pragma omp taskwait
     return a + b;
 }
@@ -709,7 +710,7 @@ static void check_tasks(void)
 #pragma omp parallel num_threads(3)
 #pragma omp single
     {
-        f = fib(24);
+        f = fib(24, 12);
         ff = fib_final(22);
     }
     EXPECT(f == 46368 && ff == 17711, "fib(24) = %ld, fib(22) = %ld", f, ff);
@@ -874,6 +875,137 @@ static void check_dependences(void)
 #pragma omp depobj(obj) destroy
     EXPECT(steps[0] == 1 && steps[1] == 3 && steps[2] == 11, "depobj: %d %d %d", steps[0],
            steps[1], steps[2]);
+}
+
+/* ---- tasks run at once past the cutoff ---------------------------------------------------
+ * A team of one runs no queued task until it waits, so past the runtime's
+ * cutoff of queued tasks (64 per thread in both runtimes) new tasks run at
+ * once, on the creator's stack; a chain that creates its next link from
+ * each link goes as deep as the runtime lets it. */
+
+static int runtime_is_threadlab(void)
+{
+    return dlsym(RTLD_DEFAULT, "threadlab_gomp_tls_mode") != NULL;
+}
+
+struct chain {
+    int count;       /* links run */
+    int lock_bad;    /* the owner of a nest lock changed in the chain's first link */
+    omp_nest_lock_t lock;
+};
+
+/* Each link creates the next; the first link to take the nest lock takes
+ * it again after its descendants were created (some queued: the runtime
+ * bounds how many run nested at once), which must nest: it is the same
+ * task, wherever its state moved meanwhile. */
+static void chain_link(int left, struct chain *c)
+{
+    __atomic_fetch_add(&c->count, 1, __ATOMIC_RELAXED);
+    int mine = omp_test_nest_lock(&c->lock);
+    if (left > 0) {
+#pragma omp task
+        chain_link(left - 1, c);
+    }
+    if (mine) {
+        if (omp_test_nest_lock(&c->lock) != 2)
+            __atomic_fetch_add(&c->lock_bad, 1, __ATOMIC_RELAXED);
+        omp_unset_nest_lock(&c->lock);
+        omp_unset_nest_lock(&c->lock);
+    }
+}
+
+static void check_tasks_inline(void)
+{
+    int filler = 0, x = 0, order[200], pos = 0;
+    /* dependences are honoured by tasks that run at once: 50 deferred
+     * links, 100 independent tasks (past the cutoff), 150 more links */
+#pragma omp parallel num_threads(1)
+    {
+        for (int i = 0; i < 300; i++) {
+            if (i >= 50 && i < 150) {
+#pragma omp task shared(filler)
+                filler++;
+            } else {
+#pragma omp task depend(inout : x) shared(order, pos)
+                order[pos++] = i < 50 ? i : i - 100;
+            }
+        }
+    }
+    (void)x; /* only a dependence's address */
+    int bad = 0;
+    for (int i = 0; i < 200; i++)
+        if (order[i] != i)
+            bad++;
+    EXPECT(filler == 100 && pos == 200 && bad == 0, "past the cutoff: %d of 100 tasks, %d of 200 links, %d out of order",
+           filler, pos, bad);
+
+    /* a taskgroup waits for every link of a chain too deep for one stack
+     * (on threadlab: 100,000 links, each frame a few hundred bytes, more
+     * than a thread's 8 MiB if every link ran nested), and a task's nest
+     * lock stays its own */
+    int depth = runtime_is_threadlab() ? 100000 : 2000;
+    struct chain c = {0, 0, {{0}}};
+    omp_init_nest_lock(&c.lock);
+    int seen = -1;
+#pragma omp parallel num_threads(1)
+    {
+        for (int i = 0; i < 100; i++) {
+#pragma omp task
+            __atomic_fetch_add(&filler, 1, __ATOMIC_RELAXED);
+        }
+#pragma omp taskgroup
+        {
+#pragma omp task
+            chain_link(depth, &c);
+        }
+        seen = __atomic_load_n(&c.count, __ATOMIC_RELAXED);
+    }
+    omp_destroy_nest_lock(&c.lock);
+    EXPECT(seen == depth + 1 && c.lock_bad == 0, "taskgroup ended with %d of %d links run; nest lock lost %d times",
+           seen, depth + 1, c.lock_bad);
+
+    /* some tasks queued, some run at once, their children either way */
+    long f = 0;
+#pragma omp parallel num_threads(4)
+#pragma omp single
+    f = fib(25, 0);
+    EXPECT(f == 75025, "fib(25) with every task: %ld", f);
+
+    /* firstprivate arrays copied by the runtime's copy function (cpyfn),
+     * into a task run at once */
+    int n = 5 + (filler > 0), sum = 0;
+    int vla[n];
+    for (int i = 0; i < n; i++)
+        vla[i] = i + 1;
+#pragma omp parallel num_threads(1)
+    {
+        for (int i = 0; i < 100; i++) {
+#pragma omp task
+            __atomic_fetch_add(&filler, 1, __ATOMIC_RELAXED);
+        }
+        for (int r = 0; r < 10; r++) {
+#pragma omp task firstprivate(vla) shared(sum)
+            {
+                int s = 0;
+                for (int i = 0; i < n; i++)
+                    s += vla[i];
+                sum += s;
+            }
+            vla[0] += 100; /* each task copied the array when it was created */
+        }
+    }
+    EXPECT(sum == 10 * 21 + 100 * 45, "firstprivate VLA in tasks run at once: %d", sum);
+
+    /* tasks created in a combined parallel loop (constant bounds: run as
+     * a work descriptor on threadlab, whose parts end without waiting for
+     * the master) */
+    int in_loop = 0;
+#pragma omp parallel for schedule(dynamic) num_threads(2)
+    for (int i = 0; i < 16; i++) {
+#pragma omp task shared(in_loop)
+        __atomic_fetch_add(&in_loop, 1, __ATOMIC_RELAXED);
+    }
+    EXPECT(in_loop == 16, "tasks in a combined parallel loop: %d of 16", in_loop);
 }
 
 static void check_detach_taskloop(void)
@@ -1146,6 +1278,7 @@ static const struct {
     {"locks", check_locks},
     {"tasks", check_tasks},
     {"dependences", check_dependences},
+    {"tasks_inline", check_tasks_inline},
     {"detach_taskloop", check_detach_taskloop},
     {"threadprivate", check_threadprivate},
     {"icvs", check_icvs},

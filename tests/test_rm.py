@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -243,6 +244,28 @@ def test_other_work_is_withheld_from_the_programs(lab: Lab) -> None:
     app = poll("the program's allocation without it",
                lambda: (a := lab.app(manager.status(), program.pid)) and busy not in _cpus(a["cpus"]) and a)
     assert app["owned"] <= NCPUS - 1 and app["team"] <= NCPUS - 1
+    assert lab.app(manager.status(), program.pid)["alive"] is True
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="a CPU can only be withheld from 2 CPUs up")
+def test_other_work_on_every_cpu_is_not_withheld(lab: Lab) -> None:
+    # Other work on every CPU (a build, another user's test suite): some
+    # CPUs withheld would not isolate it, only shrink the program's team
+    # and leave it sharing the rest with that work all the same, so the
+    # manager withholds none of them (all of them only once other work
+    # keeps the whole machine busy: docs/rm.md "Other work").
+    manager = lab.start_manager(other_load="count")
+    program = lab.probe("--kinds", "parallel", "--work-us", "200", "--seconds", "60")
+    lab.registered(manager, program)
+    cpus = sorted(os.sched_getaffinity(0))
+    for cpu in cpus:
+        lab.hog(cpu)
+    seen = poll("the other work measured", lambda: (s := manager.status())["manager"]["other_cpus"] >= 0.5 and s)
+    quanta = seen["manager"]["quanta"]
+    while (state := manager.status())["manager"]["quanta"] < quanta + 8:
+        withheld = _cpus(state["manager"]["withheld"])
+        assert not withheld or withheld == set(cpus), state["manager"]
+        time.sleep(0.05)
     assert lab.app(manager.status(), program.pid)["alive"] is True
 
 

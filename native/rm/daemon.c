@@ -806,6 +806,7 @@ typedef struct {
     uint64_t *cpu_ns;           /* per slot: its occupant's CPU time at stat_prev */
     uint64_t *cpu_arrival;      /* per slot: that occupant */
     double *busy, *managed;     /* per CPU, scratch */
+    double *earlier;            /* per CPU, scratch: new programs' time before the interval */
     tl_rm_cpuset usable;        /* the managed CPUs not withheld */
 } manager;
 
@@ -1003,17 +1004,27 @@ static void apply_control(manager *m)
  * it.  A program's CPU time since the last reading is spread over the
  * CPUs it owned (its threads were confined to them), or over the usable
  * CPUs when it owned none.  A program seen for the first time is charged
- * its CPU time so far, up to the interval's worth: it mostly ran since it
- * registered, and charging too much to it only delays a withholding. */
+ * its CPU time so far, up to the interval's worth, and the rest to the
+ * interval before: a program registers at its first parallel region, so
+ * its serial set-up (and its launcher's exec) ran unmanaged, and without
+ * that a program arriving in each of two quanta looked like other work in
+ * both and had a CPU withheld from everybody (docs/rm.md "Other work"). */
 static void measure_other_load(manager *m)
 {
-    if (!m->other_load || tl_rm_cpustat_read(m->stat_cur) != 0)
+    /* The kernel counts CPU time in ticks (10 ms at USER_HZ 100): over a
+     * 20 ms quantum a CPU's share could only read 0, 0.5 or 1, and noise
+     * looked like work concentrated on one CPU.  Shorter quanta measure
+     * over TL_RM_LOAD_PERIOD_NS instead. */
+    if (!m->other_load || (m->stat_ok && tl_rm_now_ns() - m->stat_prev->when_ns < TL_RM_LOAD_PERIOD_NS))
+        return;
+    if (tl_rm_cpustat_read(m->stat_cur) != 0)
         return;
     double dt = m->stat_ok ? (double)(m->stat_cur->when_ns - m->stat_prev->when_ns) : 0.0;
     unsigned nusable = tl_rm_cpuset_count(&m->usable);
     if (dt > 0) {
         for (unsigned c = 0; c < TL_RM_MAX_CPUS; c++) {
             m->managed[c] = 0;
+            m->earlier[c] = 0;
             m->busy[c] = tl_rm_cpuset_has(&m->machine, c) && tl_rm_cpuset_has(&m->stat_cur->seen, c) &&
                                  m->stat_cur->busy_ns[c] > m->stat_prev->busy_ns[c]
                              ? (double)(m->stat_cur->busy_ns[c] - m->stat_prev->busy_ns[c]) / dt
@@ -1029,11 +1040,17 @@ static void measure_other_load(manager *m)
         uint64_t arrival = __atomic_load_n(&s->arrival, __ATOMIC_RELAXED);
         uint64_t t = tl_rm_proc_cputime_ns(__atomic_load_n(&s->pid, __ATOMIC_RELAXED));
         if (dt > 0) {
-            double used;
-            if (m->cpu_arrival[i] == arrival)
+            double used, before = 0;
+            if (m->cpu_arrival[i] == arrival) {
                 used = t > m->cpu_ns[i] ? (double)(t - m->cpu_ns[i]) / dt : 0.0;
-            else
+            } else {
                 used = (double)t / dt < (double)nusable ? (double)t / dt : (double)nusable;
+                /* What it ran before: in the previous interval, where it
+                 * counted as other work (a program registers at its first
+                 * parallel region, after its serial set-up). */
+                before = (double)t / dt - used;
+                before = before < (double)nusable ? before : (double)nusable;
+            }
             tl_rm_cpuset owned;
             tl_rm_read_alloc(s, NULL, NULL, NULL, &owned);
             for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
@@ -1041,20 +1058,27 @@ static void measure_other_load(manager *m)
             const tl_rm_cpuset *over = tl_rm_cpuset_count(&owned) ? &owned : nusable ? &m->usable : &m->machine;
             unsigned n = tl_rm_cpuset_count(over);
             for (unsigned c = 0; n && c < TL_RM_MAX_CPUS; c++)
-                if (tl_rm_cpuset_has(over, c))
+                if (tl_rm_cpuset_has(over, c)) {
                     m->managed[c] += used / n;
+                    m->earlier[c] += before / n;
+                }
         }
         m->cpu_ns[i] = t;
         m->cpu_arrival[i] = arrival;
     }
     if (dt > 0) {
         tl_rm_cpuset before = m->load.withheld;
-        tl_rm_load_update(&m->load, &m->machine, m->busy, m->managed);
+        tl_rm_load_update(&m->load, &m->machine, m->busy, m->managed, m->earlier);
         if (!tl_rm_cpuset_equal(&before, &m->load.withheld)) {
             char was[256], now[256];
             tl_rm_cpuset_format(&before, was, sizeof was);
             tl_rm_cpuset_format(&m->load.withheld, now, sizeof now);
-            logmsg("other work keeps %.2f CPUs busy: withholding CPUs [%s] (were [%s])", m->load.total, now, was);
+            if (m->load.nwithheld == 0 && m->load.total >= TL_RM_LOAD_WITHHOLD)
+                logmsg("other work keeps %.2f CPUs busy, spread over every CPU (%.2f each where it would be "
+                       "isolated): withholding none (were [%s])", m->load.total, m->load.spread, was);
+            else
+                logmsg("other work keeps %.2f CPUs busy: withholding CPUs [%s] (were [%s])", m->load.total, now,
+                       was);
         }
         for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
             m->usable.bits[w] = m->machine.bits[w] & ~m->load.withheld.bits[w];
@@ -1286,8 +1310,10 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
     m->stat_cur = calloc(1, sizeof *m->stat_cur);
     m->busy = calloc(TL_RM_MAX_CPUS, sizeof *m->busy);
     m->managed = calloc(TL_RM_MAX_CPUS, sizeof *m->managed);
+    m->earlier = calloc(TL_RM_MAX_CPUS, sizeof *m->earlier);
     if (!m->known_arrival || !m->claimed_since || !m->apps || !m->out || !m->slot_of || !m->cpu_ns ||
-        !m->cpu_arrival || !m->stat_prev || !m->stat_cur || !m->busy || !m->managed) {
+        !m->cpu_arrival || !m->stat_prev || !m->stat_cur || !m->busy || !m->managed ||
+        !m->earlier) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -1387,6 +1413,7 @@ static void manager_shutdown(manager *m, const options *o)
     free(m->stat_cur);
     free(m->busy);
     free(m->managed);
+    free(m->earlier);
 }
 
 /* The log closed; a private manager that held its directory removes it

@@ -120,7 +120,8 @@ unsigned tl_rm_runnable_now(void)
     return p ? (unsigned)strtoul(p, NULL, 10) : 0;
 }
 
-void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const double *busy, const double *managed)
+void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const double *busy, const double *managed,
+                       const double *earlier)
 {
     double total = 0;
     unsigned ncpus = 0;
@@ -130,6 +131,8 @@ void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const doub
             continue;
         }
         ncpus++;
+        if (earlier && earlier[c] > 0) /* the previous quantum's other work was a managed program's */
+            load->last[c] = load->last[c] > earlier[c] ? load->last[c] - earlier[c] : 0;
         double now = busy[c] - managed[c];
         now = now < 0 ? 0 : now > 1 ? 1 : now;
         load->other[c] = now < load->last[c] ? now : load->last[c];
@@ -162,6 +165,26 @@ void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const doub
         if (best < 0)
             break;
         tl_rm_cpuset_add(&chosen, (unsigned)best);
+    }
+    /* Withholding pays only when it isolates the other work: a pinned
+     * program, or one that keeps its CPUs whatever competes with it.  Work
+     * the kernel spreads over every CPU (a build, several busy programs)
+     * keeps running on the CPUs left to the managed programs too: withheld
+     * CPUs would then shrink their teams and leave them sharing the rest
+     * all the same.  So when the CPUs not chosen carry other work as well
+     * (on average TL_RM_LOAD_SPREAD of each), nothing is withheld, and the
+     * kernel shares every CPU among all the threads. */
+    unsigned rest = 0;
+    double left = 0;
+    for (unsigned c = 0; c < TL_RM_MAX_CPUS; c++)
+        if (tl_rm_cpuset_has(machine, c) && !tl_rm_cpuset_has(&chosen, c)) {
+            rest++;
+            left += load->other[c];
+        }
+    load->spread = rest ? left / rest : 0;
+    if (n > 0 && rest > 0 && load->spread > TL_RM_LOAD_SPREAD) {
+        tl_rm_cpuset_zero(&chosen);
+        n = 0;
     }
     load->withheld = chosen;
     load->nwithheld = n;

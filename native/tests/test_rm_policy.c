@@ -390,7 +390,7 @@ static void quantum(tl_rm_load *load, double busy0, double busy1, double managed
     busy[0] = busy0, busy[1] = busy1;
     managed[0] = managed0, managed[1] = managed1;
     tl_rm_cpuset machine = cpus_of("0-1");
-    tl_rm_load_update(load, &machine, busy, managed);
+    tl_rm_load_update(load, &machine, busy, managed, NULL);
 }
 
 static void other_load(void)
@@ -434,17 +434,53 @@ static void other_load(void)
     quantum(&load, 0.2, 0.9, 0.0, 0.0);
     quantum(&load, 0.2, 0.9, 0.0, 0.0);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
-    /* A near tie does not move the withheld CPU. */
-    quantum(&load, 0.6, 0.55, 0.0, 0.0);
-    quantum(&load, 0.6, 0.55, 0.0, 0.0);
+    /* The busier CPU is withheld; a near tie does not move it. */
+    quantum(&load, 0.6, 0.2, 0.0, 0.0);
+    quantum(&load, 0.6, 0.2, 0.0, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
+    quantum(&load, 0.6, 0.62, 0.0, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
+    /* Both busy for two quanta: spread (below), nothing withheld. */
+    quantum(&load, 0.6, 0.62, 0.0, 0.0);
+    CHECK(load.nwithheld == 0);
+    /* Other work the kernel spreads over both CPUs (a build, several busy
+     * programs beside the managed ones): withholding one would not isolate
+     * it, so none is withheld, whatever the total. */
+    memset(&load, 0, sizeof load);
+    quantum(&load, 1.0, 1.0, 0.4, 0.4);
+    quantum(&load, 1.0, 1.0, 0.4, 0.4);
+    CHECK(load.total > 1.0 && load.nwithheld == 0 && tl_rm_cpuset_count(&load.withheld) == 0);
+    CHECK(load.spread > TL_RM_LOAD_SPREAD);
+    /* ... and when it concentrates on one CPU again, that one is. */
+    quantum(&load, 1.0, 0.5, 0.1, 0.5);
+    quantum(&load, 1.0, 0.5, 0.1, 0.5);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
+    /* A program's serial set-up before it registers counts as other work
+     * in that quantum; once it registers, its CPU time before the quantum
+     * is taken back from the previous one: two arrivals in a row withhold
+     * nothing. */
+    memset(&load, 0, sizeof load);
+    static double b2[TL_RM_MAX_CPUS], m2[TL_RM_MAX_CPUS], e2[TL_RM_MAX_CPUS];
+    tl_rm_cpuset two = cpus_of("0-1");
+    b2[0] = 1.0, b2[1] = 1.0, m2[0] = 1.0; /* CPU 1: a program not registered yet */
+    tl_rm_load_update(&load, &two, b2, m2, NULL);
+    m2[1] = 0.3, e2[1] = 0.9;             /* it registered: 0.9 of the quantum before was its own */
+    tl_rm_load_update(&load, &two, b2, m2, e2);
+    CHECK(load.nwithheld == 0 && load.other[1] < 0.2);
+    /* Without the correction the same two quanta withhold CPU 1. */
+    memset(&load, 0, sizeof load);
+    m2[1] = 0.0;
+    tl_rm_load_update(&load, &two, b2, m2, NULL);
+    m2[1] = 0.3;
+    tl_rm_load_update(&load, &two, b2, m2, NULL);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
     /* CPUs outside the managed ones are never withheld. */
     memset(&load, 0, sizeof load);
     static double busy[TL_RM_MAX_CPUS], managed[TL_RM_MAX_CPUS];
     busy[0] = busy[5] = 1.0;
     tl_rm_cpuset machine = cpus_of("0-1");
-    tl_rm_load_update(&load, &machine, busy, managed);
-    tl_rm_load_update(&load, &machine, busy, managed);
+    tl_rm_load_update(&load, &machine, busy, managed, NULL);
+    tl_rm_load_update(&load, &machine, busy, managed, NULL);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
 }
 

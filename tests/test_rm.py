@@ -238,7 +238,7 @@ def test_other_work_is_withheld_from_the_programs(lab: Lab) -> None:
     lab.hog(busy)
     state = poll("the busy CPU withheld",
                  lambda: (s := manager.status()) and busy in _cpus(s["manager"]["withheld"]) and s)
-    # Withheld once it reached 0.5 CPU, and kept until it falls to 0.25
+    # Withheld once it reached 0.5 CPU, and kept while the hogs hold it
     # (docs/rm.md "Other work").
     assert state["manager"]["other_cpus"] > 0.25
     app = poll("the program's allocation without it",

@@ -1004,11 +1004,13 @@ static void apply_control(manager *m)
  * it.  A program's CPU time since the last reading is spread over the
  * CPUs it owned (its threads were confined to them), or over the usable
  * CPUs when it owned none.  A program seen for the first time is charged
- * its CPU time so far, up to the interval's worth, and the rest to the
- * interval before: a program registers at its first parallel region, so
- * its serial set-up (and its launcher's exec) ran unmanaged, and without
- * that a program arriving in each of two quanta looked like other work in
- * both and had a CPU withheld from everybody (docs/rm.md "Other work"). */
+ * its CPU time so far, up to what it could run in the interval (one
+ * thread until it registered, its CPUs since), and the rest to the
+ * interval before, over every usable CPU: a program registers at its
+ * first parallel region, so its serial set-up (and its launcher's exec)
+ * ran unmanaged, wherever the kernel put it, and without that a program
+ * arriving in each of two quanta looked like other work in both and had
+ * a CPU withheld from everybody (docs/rm.md "Other work"). */
 static void measure_other_load(manager *m)
 {
     /* The kernel counts CPU time in ticks (10 ms at USER_HZ 100): over a
@@ -1040,28 +1042,37 @@ static void measure_other_load(manager *m)
         uint64_t arrival = __atomic_load_n(&s->arrival, __ATOMIC_RELAXED);
         uint64_t t = tl_rm_proc_cputime_ns(__atomic_load_n(&s->pid, __ATOMIC_RELAXED));
         if (dt > 0) {
-            double used, before = 0;
-            if (m->cpu_arrival[i] == arrival) {
-                used = t > m->cpu_ns[i] ? (double)(t - m->cpu_ns[i]) / dt : 0.0;
-            } else {
-                used = (double)t / dt < (double)nusable ? (double)t / dt : (double)nusable;
-                /* What it ran before: in the previous interval, where it
-                 * counted as other work (a program registers at its first
-                 * parallel region, after its serial set-up). */
-                before = (double)t / dt - used;
-                before = before < (double)nusable ? before : (double)nusable;
-            }
             tl_rm_cpuset owned;
             tl_rm_read_alloc(s, NULL, NULL, NULL, &owned);
             for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
                 owned.bits[w] &= m->machine.bits[w];
-            const tl_rm_cpuset *over = tl_rm_cpuset_count(&owned) ? &owned : nusable ? &m->usable : &m->machine;
-            unsigned n = tl_rm_cpuset_count(over);
+            const tl_rm_cpuset *any = nusable ? &m->usable : &m->machine;
+            const tl_rm_cpuset *over = tl_rm_cpuset_count(&owned) ? &owned : any;
+            unsigned n = tl_rm_cpuset_count(over), nany = tl_rm_cpuset_count(any);
+            double used, before = 0;
+            if (m->cpu_arrival[i] == arrival) {
+                used = t > m->cpu_ns[i] ? (double)(t - m->cpu_ns[i]) / dt : 0.0;
+            } else {
+                /* At most what it could run in this interval: one thread
+                 * until it registered (its serial set-up: it registers at
+                 * its first parallel region), its CPUs since; the rest is
+                 * the intervals before, where it counted as other work,
+                 * wherever the kernel ran it. */
+                uint64_t from = m->stat_prev->when_ns, to = m->stat_cur->when_ns;
+                uint64_t reg = __atomic_load_n(&s->registered_ns, __ATOMIC_RELAXED);
+                reg = reg < from ? from : reg > to ? to : reg;
+                double cap = (double)(reg - from) + (double)(to - reg) * (n ? n : 1);
+                double ran = (double)t < cap ? (double)t : cap;
+                used = ran / dt;
+                before = ((double)t - ran) / dt;
+                before = before < (double)nany ? before : (double)nany;
+            }
             for (unsigned c = 0; n && c < TL_RM_MAX_CPUS; c++)
-                if (tl_rm_cpuset_has(over, c)) {
+                if (tl_rm_cpuset_has(over, c))
                     m->managed[c] += used / n;
-                    m->earlier[c] += before / n;
-                }
+            for (unsigned c = 0; nany && c < TL_RM_MAX_CPUS; c++)
+                if (tl_rm_cpuset_has(any, c))
+                    m->earlier[c] += before / nany;
         }
         m->cpu_ns[i] = t;
         m->cpu_arrival[i] = arrival;

@@ -141,9 +141,30 @@ void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const doub
     }
     load->total = total;
 
-    unsigned n = load->nwithheld;
-    if (total >= (double)n + TL_RM_LOAD_WITHHOLD || total <= (double)n - TL_RM_LOAD_RELEASE)
+    /* A CPU withheld has none of the programs' threads, so any other work
+     * that can move fills it.  It stays withheld only while other work
+     * holds it (TL_RM_LOAD_KEEP of it in the latest measurement: seed
+     * 004's independent program); work that only used what was left idle
+     * gets it back to share, and for TL_RM_LOAD_COOLDOWN measurements
+     * nothing more is withheld, so a load that moves does not make the
+     * CPUs flap. */
+    unsigned dropped = 0;
+    for (unsigned c = 0; c < TL_RM_MAX_CPUS; c++)
+        if (tl_rm_cpuset_has(&load->withheld, c) && load->last[c] < TL_RM_LOAD_KEEP) {
+            tl_rm_cpuset_del(&load->withheld, c);
+            dropped++;
+        }
+    unsigned n = load->nwithheld > dropped ? load->nwithheld - dropped : 0;
+    if (dropped)
+        load->cooldown = TL_RM_LOAD_COOLDOWN;
+    if (load->cooldown > 0) {
+        if (!dropped)
+            load->cooldown--;
+        if (total <= (double)n - TL_RM_LOAD_RELEASE)
+            n = (unsigned)(total + 0.5);
+    } else if (total >= (double)n + TL_RM_LOAD_WITHHOLD || total <= (double)n - TL_RM_LOAD_RELEASE) {
         n = (unsigned)(total + 0.5);
+    }
     if (n > ncpus)
         n = ncpus;
     /* The n CPUs other work keeps busiest; those withheld already win a

@@ -412,37 +412,49 @@ static void other_load(void)
     quantum(&load, 0.5, 0.9, 0.5, 0.0);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
     CHECK(fabs(load.total - 0.9) < 1e-9);
-    /* Hysteresis: at 0.5 CPUs it stays withheld; at 0.2 it is given back,
-     * after one quantum. */
+    /* Withheld, CPU 1 has none of the programs' threads: it stays so while
+     * other work holds it (0.8, then 0.9 of it) ... */
+    quantum(&load, 0.5, 0.8, 0.5, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
+    quantum(&load, 0.5, 0.9, 0.5, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1") && load.cooldown == 0);
+    /* ... and is given back once that work only uses part of what was left
+     * idle (0.5: work that moved there), with nothing withheld for the
+     * cooldown, however busy another CPU looks meanwhile. */
     quantum(&load, 0.5, 0.5, 0.5, 0.0);
-    CHECK(load.nwithheld == 1);
-    quantum(&load, 0.5, 0.2, 0.5, 0.0);
     CHECK(load.nwithheld == 0 && tl_rm_cpuset_count(&load.withheld) == 0);
-    /* A thread competing with two others for the two CPUs gets 0.67 of one:
-     * that CPU is withheld. */
+    CHECK(load.cooldown == TL_RM_LOAD_COOLDOWN);
+    for (unsigned q = 1; q < TL_RM_LOAD_COOLDOWN; q++) {
+        quantum(&load, 1.0, 0.0, 0.2, 0.0);
+        CHECK(load.nwithheld == 0);
+    }
+    /* After it, work that holds a CPU is withheld again: a thread competing
+     * with two others for the two CPUs gets 0.67 of one. */
     quantum(&load, 0.67, 0.0, 0.0, 0.0);
     quantum(&load, 0.67, 0.0, 0.0, 0.0);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
+    /* Once given, the CPU is all that work's: it holds it, and keeps it. */
+    quantum(&load, 1.0, 0.0, 0.0, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
     quantum(&load, 0.2, 0.0, 0.0, 0.0);
     CHECK(load.nwithheld == 0);
+    for (unsigned q = 0; q < TL_RM_LOAD_COOLDOWN; q++)
+        quantum(&load, 0.0, 0.0, 0.0, 0.0);
+    CHECK(load.cooldown == 0);
     /* Both CPUs kept busy by other work: both withheld; the managed
      * program's share is never counted. */
     quantum(&load, 1.0, 1.0, 0.1, 0.0);
     quantum(&load, 1.0, 1.0, 0.1, 0.0);
     CHECK(load.nwithheld == 2 && set_is(&load.withheld, "0-1"));
-    /* Down to one CPU's worth: the busier one stays withheld. */
-    quantum(&load, 0.2, 0.9, 0.0, 0.0);
+    /* Down to one CPU's worth: the one still held stays withheld. */
     quantum(&load, 0.2, 0.9, 0.0, 0.0);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
-    /* The busier CPU is withheld; a near tie does not move it. */
-    quantum(&load, 0.6, 0.2, 0.0, 0.0);
-    quantum(&load, 0.6, 0.2, 0.0, 0.0);
-    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
-    quantum(&load, 0.6, 0.62, 0.0, 0.0);
-    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
-    /* Both busy for two quanta: spread (below), nothing withheld. */
-    quantum(&load, 0.6, 0.62, 0.0, 0.0);
-    CHECK(load.nwithheld == 0);
+    quantum(&load, 0.2, 0.9, 0.0, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
+    /* Both busy while one is withheld: kept while held, no second one
+     * during the cooldown. */
+    quantum(&load, 0.8, 0.9, 0.0, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
     /* Other work the kernel spreads over both CPUs (a build, several busy
      * programs beside the managed ones): withholding one would not isolate
      * it, so none is withheld, whatever the total. */

@@ -433,6 +433,10 @@ unsigned tl_rm_runnable_now(void);
                                       the CPUs withheld by this much */
 #define TL_RM_LOAD_RELEASE 0.75    /* give one back when it is this much below */
 #define TL_RM_LOAD_PERIOD_NS 100000000ull /* measured at most this often (100 ms: ten ticks) */
+#define TL_RM_LOAD_KEEP 0.75       /* a withheld CPU stays so while other work holds
+                                      this much of it */
+#define TL_RM_LOAD_COOLDOWN 10     /* measurements without new withholding after one
+                                      was given back for that */
 #define TL_RM_LOAD_SPREAD 0.25     /* withhold none when the CPUs that would be left
                                       carry this much other work each, on average */
 typedef struct {
@@ -443,6 +447,7 @@ typedef struct {
     tl_rm_cpuset withheld;         /* the CPUs withheld, within the managed ones */
     unsigned nwithheld;
     double spread;                 /* other work per CPU on the CPUs not chosen */
+    unsigned cooldown;             /* measurements left without new withholding */
 } tl_rm_load;
 /* One quantum: busy[c] is the fraction of the quantum CPU c was busy,
  * managed[c] the part of it the managed programs account for (each
@@ -460,7 +465,10 @@ typedef struct {
  * a load near a boundary); the CPUs withheld are those other work keeps
  * busiest, the ones withheld already preferred.  None is withheld when
  * the other CPUs carry other work too (TL_RM_LOAD_SPREAD each on average:
- * the kernel spreads it, and withholding would not isolate it).
+ * the kernel spreads it, and withholding would not isolate it).  A CPU
+ * withheld stays so only while other work holds TL_RM_LOAD_KEEP of it in
+ * the latest measurement; one given back for that blocks new withholding
+ * for TL_RM_LOAD_COOLDOWN measurements.
  * Deterministic (test_rm_policy.c). */
 void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const double *busy, const double *managed,
                        const double *earlier);

@@ -55,6 +55,10 @@
 #define CLAIM_TIMEOUT_NS UINT64_C(2000000000)
 /* How often a private manager looks whether its owner still exists. */
 #define OWNER_CHECK_NS UINT64_C(50000000)
+/* How often the manager looks whether a program died between quanta: a
+ * program killed (SIGKILL) cannot say goodbye, and its CPUs would stay
+ * idle for up to a quantum; kill(pid, 0) and one /proc read per program. */
+#define DEATH_CHECK_NS UINT64_C(10000000)
 /* rm.log is rotated (to rm.log.1, replacing the previous one) when it
  * reaches --log-max-kb: the two files never hold more than twice that. */
 #define LOG_DEFAULT_KB 256u
@@ -807,6 +811,7 @@ typedef struct {
     uint64_t *cpu_arrival;      /* per slot: that occupant */
     double *busy, *managed;     /* per CPU, scratch */
     double *earlier;            /* per CPU, scratch: new programs' time before the interval */
+    unsigned napps;             /* programs at the latest decision */
     tl_rm_cpuset usable;        /* the managed CPUs not withheld */
 } manager;
 
@@ -1133,6 +1138,7 @@ static void schedule(manager *m, int quantum_tick)
         m->slot_of[n] = i;
         n++;
     }
+    m->napps = n;
     /* The CPUs other work keeps busy are no program's (measure_other_load). */
     tl_rm_policy_compute(m->policy, &m->usable, m->round, m->apps, n, m->out);
     for (unsigned j = 0; j < n; j++) {
@@ -1335,6 +1341,19 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
     return 0;
 }
 
+/* 1 when a registered program no longer exists (killed: no goodbye). */
+static int program_died(manager *m)
+{
+    for (unsigned i = 0; i < m->arena.nslots; i++) {
+        tl_rm_slot *s = &m->arena.slots[i];
+        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE &&
+            !tl_rm_proc_alive(__atomic_load_n(&s->pid, __ATOMIC_RELAXED),
+                              __atomic_load_n(&s->start_time, __ATOMIC_RELAXED)))
+            return 1;
+    }
+    return 0;
+}
+
 /* Returns 0 when a signal stopped it, -1 when the arena could not be kept. */
 static int manager_loop(manager *m)
 {
@@ -1342,6 +1361,7 @@ static int manager_loop(manager *m)
     /* volatile: kept across a return to arena_jump */
     volatile uint64_t next_tick = tl_rm_now_ns();
     volatile uint64_t next_owner_check = 0;
+    volatile uint64_t next_death_check = 0;
     volatile uint32_t seen_wake = 0;
     guard_arena_faults(m);
     if (sigsetjmp(arena_jump, 1) && regrow_arena(m) != 0)
@@ -1362,14 +1382,22 @@ static int manager_loop(manager *m)
             uint64_t wait = next_tick - now;
             if (m->owner && next_owner_check - now < wait)
                 wait = next_owner_check - now;
+            if (m->napps && (next_death_check > now ? next_death_check - now : 0) < wait)
+                wait = next_death_check > now ? next_death_check - now : 0;
             tl_rm_futex_wait(&h->wake, seen_wake, wait);
             if (stop_signal)
                 break;
             uint32_t wake = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
             now = tl_rm_now_ns();
             tick = now >= next_tick;
-            if (!tick && wake == seen_wake)
-                continue; /* spurious */
+            if (!tick && wake == seen_wake) {
+                if (!m->napps || now < next_death_check)
+                    continue; /* spurious */
+                next_death_check = now + DEATH_CHECK_NS;
+                if (!program_died(m))
+                    continue;
+                /* one died: its CPUs go to the others at once */
+            }
             seen_wake = wake;
         }
         guard_arena(m, now);

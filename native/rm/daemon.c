@@ -1090,8 +1090,8 @@ static void measure_other_load(manager *m)
             tl_rm_cpuset_format(&before, was, sizeof was);
             tl_rm_cpuset_format(&m->load.withheld, now, sizeof now);
             if (m->load.nwithheld == 0 && m->load.total >= TL_RM_LOAD_WITHHOLD)
-                logmsg("other work keeps %.2f CPUs busy, spread over every CPU (%.2f each where it would be "
-                       "isolated): withholding none (were [%s])", m->load.total, m->load.spread, was);
+                logmsg("other work keeps %.2f CPUs busy, also %.2f of each CPU left to the programs: withholding "
+                       "none (were [%s])", m->load.total, m->load.spread, was);
             else
                 logmsg("other work keeps %.2f CPUs busy: withholding CPUs [%s] (were [%s])", m->load.total, now,
                        was);

@@ -154,6 +154,26 @@ void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const doub
             tl_rm_cpuset_del(&load->withheld, c);
             dropped++;
         }
+    /* Withholding pays only when it isolates the other work: a pinned
+     * program, or a few threads that the kernel then moves onto the CPUs
+     * withheld.  Work that needs more (a build, several busy programs)
+     * goes on running on the CPUs left to the managed programs as well,
+     * which then share them with it all the same, with smaller teams.  So
+     * once other work still keeps the CPUs left busy (TL_RM_LOAD_SPREAD
+     * of each on average, in the latest measurement), every CPU is given
+     * back, with the same cooldown. */
+    unsigned rest = 0;
+    double left = 0;
+    for (unsigned c = 0; c < TL_RM_MAX_CPUS; c++)
+        if (tl_rm_cpuset_has(machine, c) && !tl_rm_cpuset_has(&load->withheld, c)) {
+            rest++;
+            left += load->last[c];
+        }
+    load->spread = rest ? left / rest : 0;
+    if (load->nwithheld > dropped && rest > 0 && load->spread > TL_RM_LOAD_SPREAD) {
+        dropped = load->nwithheld;
+        tl_rm_cpuset_zero(&load->withheld);
+    }
     unsigned n = load->nwithheld > dropped ? load->nwithheld - dropped : 0;
     if (dropped)
         load->cooldown = TL_RM_LOAD_COOLDOWN;
@@ -186,26 +206,6 @@ void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const doub
         if (best < 0)
             break;
         tl_rm_cpuset_add(&chosen, (unsigned)best);
-    }
-    /* Withholding pays only when it isolates the other work: a pinned
-     * program, or one that keeps its CPUs whatever competes with it.  Work
-     * the kernel spreads over every CPU (a build, several busy programs)
-     * keeps running on the CPUs left to the managed programs too: withheld
-     * CPUs would then shrink their teams and leave them sharing the rest
-     * all the same.  So when the CPUs not chosen carry other work as well
-     * (on average TL_RM_LOAD_SPREAD of each), nothing is withheld, and the
-     * kernel shares every CPU among all the threads. */
-    unsigned rest = 0;
-    double left = 0;
-    for (unsigned c = 0; c < TL_RM_MAX_CPUS; c++)
-        if (tl_rm_cpuset_has(machine, c) && !tl_rm_cpuset_has(&chosen, c)) {
-            rest++;
-            left += load->other[c];
-        }
-    load->spread = rest ? left / rest : 0;
-    if (n > 0 && rest > 0 && load->spread > TL_RM_LOAD_SPREAD) {
-        tl_rm_cpuset_zero(&chosen);
-        n = 0;
     }
     load->withheld = chosen;
     load->nwithheld = n;

@@ -451,21 +451,31 @@ static void other_load(void)
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
     quantum(&load, 0.2, 0.9, 0.0, 0.0);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
-    /* Both busy while one is withheld: kept while held, no second one
-     * during the cooldown. */
+    /* Other work busy on the CPU left as well while one is withheld: that
+     * isolated nothing, and every CPU is given back, with the cooldown. */
     quantum(&load, 0.8, 0.9, 0.0, 0.0);
-    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
+    CHECK(load.nwithheld == 0 && tl_rm_cpuset_count(&load.withheld) == 0);
+    CHECK(load.spread > TL_RM_LOAD_SPREAD && load.cooldown == TL_RM_LOAD_COOLDOWN);
     /* Other work the kernel spreads over both CPUs (a build, several busy
-     * programs beside the managed ones): withholding one would not isolate
-     * it, so none is withheld, whatever the total. */
+     * programs beside the managed ones): one CPU is withheld, the work
+     * goes on beside the programs on the other, so it is given back, and
+     * nothing is withheld during the cooldown, whatever the total. */
     memset(&load, 0, sizeof load);
     quantum(&load, 1.0, 1.0, 0.4, 0.4);
     quantum(&load, 1.0, 1.0, 0.4, 0.4);
-    CHECK(load.total > 1.0 && load.nwithheld == 0 && tl_rm_cpuset_count(&load.withheld) == 0);
-    CHECK(load.spread > TL_RM_LOAD_SPREAD);
-    /* ... and when it concentrates on one CPU again, that one is. */
+    CHECK(load.total > 1.0 && load.nwithheld == 1);
+    quantum(&load, 1.0, 1.0, 0.5, 0.0); /* the programs on CPU 0 only, the work on both */
+    CHECK(load.nwithheld == 0 && load.cooldown == TL_RM_LOAD_COOLDOWN);
+    for (unsigned q = 1; q < TL_RM_LOAD_COOLDOWN; q++) {
+        quantum(&load, 1.0, 1.0, 0.4, 0.4);
+        CHECK(load.nwithheld == 0);
+    }
+    /* ... and when it concentrates on one CPU, that one is. */
     quantum(&load, 1.0, 0.5, 0.1, 0.5);
     quantum(&load, 1.0, 0.5, 0.1, 0.5);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
+    /* Withheld, it is held, and the programs have CPU 1 to themselves: kept. */
+    quantum(&load, 1.0, 0.9, 0.0, 0.9);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
     /* A program's serial set-up before it registers counts as other work
      * in that quantum; once it registers, its CPU time before the quantum

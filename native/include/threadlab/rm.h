@@ -437,8 +437,8 @@ unsigned tl_rm_runnable_now(void);
                                       this much of it */
 #define TL_RM_LOAD_COOLDOWN 10     /* measurements without new withholding after one
                                       was given back for that */
-#define TL_RM_LOAD_SPREAD 0.25     /* withhold none when the CPUs that would be left
-                                      carry this much other work each, on average */
+#define TL_RM_LOAD_SPREAD 0.25     /* give every CPU back when the CPUs left to the
+                                      programs carry this much other work each */
 typedef struct {
     double last[TL_RM_MAX_CPUS];   /* each CPU's share in the previous quantum */
     double other[TL_RM_MAX_CPUS];  /* the share other work kept busy: the smaller of
@@ -446,7 +446,7 @@ typedef struct {
     double total;                  /* their sum over the managed CPUs */
     tl_rm_cpuset withheld;         /* the CPUs withheld, within the managed ones */
     unsigned nwithheld;
-    double spread;                 /* other work per CPU on the CPUs not chosen */
+    double spread;                 /* other work per CPU on the CPUs not withheld */
     unsigned cooldown;             /* measurements left without new withholding */
 } tl_rm_load;
 /* One quantum: busy[c] is the fraction of the quantum CPU c was busy,
@@ -463,12 +463,12 @@ typedef struct {
  * competes with two others for two CPUs gets 0.67 of one) or falls to the
  * count - TL_RM_LOAD_RELEASE, and stays otherwise (so it does not flap on
  * a load near a boundary); the CPUs withheld are those other work keeps
- * busiest, the ones withheld already preferred.  None is withheld when
- * the other CPUs carry other work too (TL_RM_LOAD_SPREAD each on average:
- * the kernel spreads it, and withholding would not isolate it).  A CPU
- * withheld stays so only while other work holds TL_RM_LOAD_KEEP of it in
- * the latest measurement; one given back for that blocks new withholding
- * for TL_RM_LOAD_COOLDOWN measurements.
+ * busiest, the ones withheld already preferred.  A CPU withheld stays so
+ * only while other work holds TL_RM_LOAD_KEEP of it in the latest
+ * measurement, and all are given back when other work still keeps the
+ * CPUs left busy (TL_RM_LOAD_SPREAD each on average: withholding did not
+ * isolate it); either blocks new withholding for TL_RM_LOAD_COOLDOWN
+ * measurements.
  * Deterministic (test_rm_policy.c). */
 void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const double *busy, const double *managed,
                        const double *earlier);

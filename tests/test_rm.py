@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -180,6 +181,28 @@ def test_slot_is_reclaimed_after_sigkill(lab: Lab) -> None:
     assert state["counters"]["arrivals"] == 1
 
 
+@pytest.mark.skipif(NCPUS < 2, reason="CPUs can only be handed over from 2 CPUs up")
+def test_a_killed_programs_cpus_go_to_the_others_before_the_next_quantum(lab: Lab) -> None:
+    # A program killed with SIGKILL says no goodbye; its CPUs must not stay
+    # idle until the next quantum (here a minute away): the manager looks
+    # for dead programs between quanta, and the survivor owns every CPU
+    # while the quantum count has not moved.
+    manager = lab.start_manager(quantum_ms=60000)
+    first = lab.probe("--kinds", "parallel", "--work-us", "50", "--seconds", "60")
+    lab.registered(manager, first)
+    second = lab.probe("--kinds", "parallel", "--work-us", "50", "--seconds", "60")
+    lab.registered(manager, second)
+    before = poll("the CPUs divided", lambda: (s := manager.status()) and len(s["apps"]) == 2
+                  and all(a["owned"] < NCPUS for a in s["apps"]) and s)
+    os.kill(first.pid, signal.SIGKILL)
+    first.finish()
+    state = poll("the survivor given every CPU",
+                 lambda: (s := manager.status()) and [a["pid"] for a in s["apps"]] == [second.pid]
+                 and s["apps"][0]["owned"] == NCPUS and s)
+    assert state["counters"]["reclaimed"] >= 1
+    assert state["manager"]["quanta"] == before["manager"]["quanta"]
+
+
 def test_full_arena_runs_the_next_program_unmanaged(lab: Lab) -> None:
     manager = lab.start_manager(slots=1)
     first = lab.probe("--kinds", "parallel", "--work-us", "50", "--seconds", "60")
@@ -237,12 +260,35 @@ def test_other_work_is_withheld_from_the_programs(lab: Lab) -> None:
     lab.hog(busy)
     state = poll("the busy CPU withheld",
                  lambda: (s := manager.status()) and busy in _cpus(s["manager"]["withheld"]) and s)
-    # Withheld once it reached 0.5 CPU, and kept until it falls to 0.25
+    # Withheld once it reached 0.5 CPU, and kept while the hogs hold it
     # (docs/rm.md "Other work").
     assert state["manager"]["other_cpus"] > 0.25
     app = poll("the program's allocation without it",
                lambda: (a := lab.app(manager.status(), program.pid)) and busy not in _cpus(a["cpus"]) and a)
     assert app["owned"] <= NCPUS - 1 and app["team"] <= NCPUS - 1
+    assert lab.app(manager.status(), program.pid)["alive"] is True
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="a CPU can only be withheld from 2 CPUs up")
+def test_other_work_on_every_cpu_is_not_withheld(lab: Lab) -> None:
+    # Other work on every CPU (a build, another user's test suite): a CPU
+    # withheld does not isolate it, the programs would share the rest with
+    # it all the same, with smaller teams; so the manager gives every CPU
+    # back once it sees that and withholds none for a cooldown of 10
+    # measurements, 1 s (docs/rm.md "Other work").  Before, it withheld
+    # one for as long as the work went on.
+    manager = lab.start_manager(other_load="count")
+    program = lab.probe("--kinds", "parallel", "--work-us", "200", "--seconds", "60")
+    lab.registered(manager, program)
+    for cpu in sorted(os.sched_getaffinity(0)):
+        lab.hog(cpu)
+    seen = poll("the other work measured, nothing withheld",
+                lambda: (s := manager.status())["manager"]["other_cpus"] >= 0.5 and s["manager"]["withheld"] == ""
+                and s)
+    quanta = seen["manager"]["quanta"]
+    while (state := manager.status())["manager"]["quanta"] < quanta + 8:  # 160 ms, within the cooldown
+        assert state["manager"]["withheld"] == "", state["manager"]
+        time.sleep(0.02)
     assert lab.app(manager.status(), program.pid)["alive"] is True
 
 

@@ -55,6 +55,10 @@
 #define CLAIM_TIMEOUT_NS UINT64_C(2000000000)
 /* How often a private manager looks whether its owner still exists. */
 #define OWNER_CHECK_NS UINT64_C(50000000)
+/* How often the manager looks whether a program died between quanta: a
+ * program killed (SIGKILL) cannot say goodbye, and its CPUs would stay
+ * idle for up to a quantum; kill(pid, 0) and one /proc read per program. */
+#define DEATH_CHECK_NS UINT64_C(10000000)
 /* rm.log is rotated (to rm.log.1, replacing the previous one) when it
  * reaches --log-max-kb: the two files never hold more than twice that. */
 #define LOG_DEFAULT_KB 256u
@@ -806,6 +810,8 @@ typedef struct {
     uint64_t *cpu_ns;           /* per slot: its occupant's CPU time at stat_prev */
     uint64_t *cpu_arrival;      /* per slot: that occupant */
     double *busy, *managed;     /* per CPU, scratch */
+    double *earlier;            /* per CPU, scratch: new programs' time before the interval */
+    unsigned napps;             /* programs at the latest decision */
     tl_rm_cpuset usable;        /* the managed CPUs not withheld */
 } manager;
 
@@ -1003,17 +1009,29 @@ static void apply_control(manager *m)
  * it.  A program's CPU time since the last reading is spread over the
  * CPUs it owned (its threads were confined to them), or over the usable
  * CPUs when it owned none.  A program seen for the first time is charged
- * its CPU time so far, up to the interval's worth: it mostly ran since it
- * registered, and charging too much to it only delays a withholding. */
+ * its CPU time so far, up to what it could run in the interval (one
+ * thread until it registered, its CPUs since), and the rest to the
+ * interval before, over every usable CPU: a program registers at its
+ * first parallel region, so its serial set-up (and its launcher's exec)
+ * ran unmanaged, wherever the kernel put it, and without that a program
+ * arriving in each of two quanta looked like other work in both and had
+ * a CPU withheld from everybody (docs/rm.md "Other work"). */
 static void measure_other_load(manager *m)
 {
-    if (!m->other_load || tl_rm_cpustat_read(m->stat_cur) != 0)
+    /* The kernel counts CPU time in ticks (10 ms at USER_HZ 100): over a
+     * 20 ms quantum a CPU's share could only read 0, 0.5 or 1, and noise
+     * looked like work concentrated on one CPU.  Shorter quanta measure
+     * over TL_RM_LOAD_PERIOD_NS instead. */
+    if (!m->other_load || (m->stat_ok && tl_rm_now_ns() - m->stat_prev->when_ns < TL_RM_LOAD_PERIOD_NS))
+        return;
+    if (tl_rm_cpustat_read(m->stat_cur) != 0)
         return;
     double dt = m->stat_ok ? (double)(m->stat_cur->when_ns - m->stat_prev->when_ns) : 0.0;
     unsigned nusable = tl_rm_cpuset_count(&m->usable);
     if (dt > 0) {
         for (unsigned c = 0; c < TL_RM_MAX_CPUS; c++) {
             m->managed[c] = 0;
+            m->earlier[c] = 0;
             m->busy[c] = tl_rm_cpuset_has(&m->machine, c) && tl_rm_cpuset_has(&m->stat_cur->seen, c) &&
                                  m->stat_cur->busy_ns[c] > m->stat_prev->busy_ns[c]
                              ? (double)(m->stat_cur->busy_ns[c] - m->stat_prev->busy_ns[c]) / dt
@@ -1029,32 +1047,54 @@ static void measure_other_load(manager *m)
         uint64_t arrival = __atomic_load_n(&s->arrival, __ATOMIC_RELAXED);
         uint64_t t = tl_rm_proc_cputime_ns(__atomic_load_n(&s->pid, __ATOMIC_RELAXED));
         if (dt > 0) {
-            double used;
-            if (m->cpu_arrival[i] == arrival)
-                used = t > m->cpu_ns[i] ? (double)(t - m->cpu_ns[i]) / dt : 0.0;
-            else
-                used = (double)t / dt < (double)nusable ? (double)t / dt : (double)nusable;
             tl_rm_cpuset owned;
             tl_rm_read_alloc(s, NULL, NULL, NULL, &owned);
             for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
                 owned.bits[w] &= m->machine.bits[w];
-            const tl_rm_cpuset *over = tl_rm_cpuset_count(&owned) ? &owned : nusable ? &m->usable : &m->machine;
-            unsigned n = tl_rm_cpuset_count(over);
+            const tl_rm_cpuset *any = nusable ? &m->usable : &m->machine;
+            const tl_rm_cpuset *over = tl_rm_cpuset_count(&owned) ? &owned : any;
+            unsigned n = tl_rm_cpuset_count(over), nany = tl_rm_cpuset_count(any);
+            double used, before = 0;
+            if (m->cpu_arrival[i] == arrival) {
+                used = t > m->cpu_ns[i] ? (double)(t - m->cpu_ns[i]) / dt : 0.0;
+            } else {
+                /* At most what it could run in this interval: one thread
+                 * until it registered (its serial set-up: it registers at
+                 * its first parallel region), its CPUs since; the rest is
+                 * the intervals before, where it counted as other work,
+                 * wherever the kernel ran it. */
+                uint64_t from = m->stat_prev->when_ns, to = m->stat_cur->when_ns;
+                uint64_t reg = __atomic_load_n(&s->registered_ns, __ATOMIC_RELAXED);
+                reg = reg < from ? from : reg > to ? to : reg;
+                double cap = (double)(reg - from) + (double)(to - reg) * (n ? n : 1);
+                double ran = (double)t < cap ? (double)t : cap;
+                used = ran / dt;
+                before = ((double)t - ran) / dt;
+                before = before < (double)nany ? before : (double)nany;
+            }
             for (unsigned c = 0; n && c < TL_RM_MAX_CPUS; c++)
                 if (tl_rm_cpuset_has(over, c))
                     m->managed[c] += used / n;
+            for (unsigned c = 0; nany && c < TL_RM_MAX_CPUS; c++)
+                if (tl_rm_cpuset_has(any, c))
+                    m->earlier[c] += before / nany;
         }
         m->cpu_ns[i] = t;
         m->cpu_arrival[i] = arrival;
     }
     if (dt > 0) {
         tl_rm_cpuset before = m->load.withheld;
-        tl_rm_load_update(&m->load, &m->machine, m->busy, m->managed);
+        tl_rm_load_update(&m->load, &m->machine, m->busy, m->managed, m->earlier);
         if (!tl_rm_cpuset_equal(&before, &m->load.withheld)) {
             char was[256], now[256];
             tl_rm_cpuset_format(&before, was, sizeof was);
             tl_rm_cpuset_format(&m->load.withheld, now, sizeof now);
-            logmsg("other work keeps %.2f CPUs busy: withholding CPUs [%s] (were [%s])", m->load.total, now, was);
+            if (m->load.nwithheld == 0 && m->load.total >= TL_RM_LOAD_WITHHOLD)
+                logmsg("other work keeps %.2f CPUs busy, also %.2f of each CPU left to the programs: withholding "
+                       "none (were [%s])", m->load.total, m->load.spread, was);
+            else
+                logmsg("other work keeps %.2f CPUs busy: withholding CPUs [%s] (were [%s])", m->load.total, now,
+                       was);
         }
         for (unsigned w = 0; w < TL_RM_CPU_WORDS; w++)
             m->usable.bits[w] = m->machine.bits[w] & ~m->load.withheld.bits[w];
@@ -1098,6 +1138,7 @@ static void schedule(manager *m, int quantum_tick)
         m->slot_of[n] = i;
         n++;
     }
+    m->napps = n;
     /* The CPUs other work keeps busy are no program's (measure_other_load). */
     tl_rm_policy_compute(m->policy, &m->usable, m->round, m->apps, n, m->out);
     for (unsigned j = 0; j < n; j++) {
@@ -1286,8 +1327,10 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
     m->stat_cur = calloc(1, sizeof *m->stat_cur);
     m->busy = calloc(TL_RM_MAX_CPUS, sizeof *m->busy);
     m->managed = calloc(TL_RM_MAX_CPUS, sizeof *m->managed);
+    m->earlier = calloc(TL_RM_MAX_CPUS, sizeof *m->earlier);
     if (!m->known_arrival || !m->claimed_since || !m->apps || !m->out || !m->slot_of || !m->cpu_ns ||
-        !m->cpu_arrival || !m->stat_prev || !m->stat_cur || !m->busy || !m->managed) {
+        !m->cpu_arrival || !m->stat_prev || !m->stat_cur || !m->busy || !m->managed ||
+        !m->earlier) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -1298,6 +1341,19 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
     return 0;
 }
 
+/* 1 when a registered program no longer exists (killed: no goodbye). */
+static int program_died(manager *m)
+{
+    for (unsigned i = 0; i < m->arena.nslots; i++) {
+        tl_rm_slot *s = &m->arena.slots[i];
+        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE &&
+            !tl_rm_proc_alive(__atomic_load_n(&s->pid, __ATOMIC_RELAXED),
+                              __atomic_load_n(&s->start_time, __ATOMIC_RELAXED)))
+            return 1;
+    }
+    return 0;
+}
+
 /* Returns 0 when a signal stopped it, -1 when the arena could not be kept. */
 static int manager_loop(manager *m)
 {
@@ -1305,6 +1361,7 @@ static int manager_loop(manager *m)
     /* volatile: kept across a return to arena_jump */
     volatile uint64_t next_tick = tl_rm_now_ns();
     volatile uint64_t next_owner_check = 0;
+    volatile uint64_t next_death_check = 0;
     volatile uint32_t seen_wake = 0;
     guard_arena_faults(m);
     if (sigsetjmp(arena_jump, 1) && regrow_arena(m) != 0)
@@ -1325,14 +1382,22 @@ static int manager_loop(manager *m)
             uint64_t wait = next_tick - now;
             if (m->owner && next_owner_check - now < wait)
                 wait = next_owner_check - now;
+            if (m->napps && (next_death_check > now ? next_death_check - now : 0) < wait)
+                wait = next_death_check > now ? next_death_check - now : 0;
             tl_rm_futex_wait(&h->wake, seen_wake, wait);
             if (stop_signal)
                 break;
             uint32_t wake = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
             now = tl_rm_now_ns();
             tick = now >= next_tick;
-            if (!tick && wake == seen_wake)
-                continue; /* spurious */
+            if (!tick && wake == seen_wake) {
+                if (!m->napps || now < next_death_check)
+                    continue; /* spurious */
+                next_death_check = now + DEATH_CHECK_NS;
+                if (!program_died(m))
+                    continue;
+                /* one died: its CPUs go to the others at once */
+            }
             seen_wake = wake;
         }
         guard_arena(m, now);
@@ -1387,6 +1452,7 @@ static void manager_shutdown(manager *m, const options *o)
     free(m->stat_cur);
     free(m->busy);
     free(m->managed);
+    free(m->earlier);
 }
 
 /* The log closed; a private manager that held its directory removes it

@@ -120,7 +120,8 @@ unsigned tl_rm_runnable_now(void)
     return p ? (unsigned)strtoul(p, NULL, 10) : 0;
 }
 
-void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const double *busy, const double *managed)
+void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const double *busy, const double *managed,
+                       const double *earlier)
 {
     double total = 0;
     unsigned ncpus = 0;
@@ -130,6 +131,8 @@ void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const doub
             continue;
         }
         ncpus++;
+        if (earlier && earlier[c] > 0) /* the previous quantum's other work was a managed program's */
+            load->last[c] = load->last[c] > earlier[c] ? load->last[c] - earlier[c] : 0;
         double now = busy[c] - managed[c];
         now = now < 0 ? 0 : now > 1 ? 1 : now;
         load->other[c] = now < load->last[c] ? now : load->last[c];
@@ -138,9 +141,50 @@ void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const doub
     }
     load->total = total;
 
-    unsigned n = load->nwithheld;
-    if (total >= (double)n + TL_RM_LOAD_WITHHOLD || total <= (double)n - TL_RM_LOAD_RELEASE)
+    /* A CPU withheld has none of the programs' threads, so any other work
+     * that can move fills it.  It stays withheld only while other work
+     * holds it (TL_RM_LOAD_KEEP of it in the latest measurement: seed
+     * 004's independent program); work that only used what was left idle
+     * gets it back to share, and for TL_RM_LOAD_COOLDOWN measurements
+     * nothing more is withheld, so a load that moves does not make the
+     * CPUs flap. */
+    unsigned dropped = 0;
+    for (unsigned c = 0; c < TL_RM_MAX_CPUS; c++)
+        if (tl_rm_cpuset_has(&load->withheld, c) && load->last[c] < TL_RM_LOAD_KEEP) {
+            tl_rm_cpuset_del(&load->withheld, c);
+            dropped++;
+        }
+    /* Withholding pays only when it isolates the other work: a pinned
+     * program, or a few threads that the kernel then moves onto the CPUs
+     * withheld.  Work that needs more (a build, several busy programs)
+     * goes on running on the CPUs left to the managed programs as well,
+     * which then share them with it all the same, with smaller teams.  So
+     * once other work still keeps the CPUs left busy (TL_RM_LOAD_SPREAD
+     * of each on average, in the latest measurement), every CPU is given
+     * back, with the same cooldown. */
+    unsigned rest = 0;
+    double left = 0;
+    for (unsigned c = 0; c < TL_RM_MAX_CPUS; c++)
+        if (tl_rm_cpuset_has(machine, c) && !tl_rm_cpuset_has(&load->withheld, c)) {
+            rest++;
+            left += load->last[c];
+        }
+    load->spread = rest ? left / rest : 0;
+    if (load->nwithheld > dropped && rest > 0 && load->spread > TL_RM_LOAD_SPREAD) {
+        dropped = load->nwithheld;
+        tl_rm_cpuset_zero(&load->withheld);
+    }
+    unsigned n = load->nwithheld > dropped ? load->nwithheld - dropped : 0;
+    if (dropped)
+        load->cooldown = TL_RM_LOAD_COOLDOWN;
+    if (load->cooldown > 0) {
+        if (!dropped)
+            load->cooldown--;
+        if (total <= (double)n - TL_RM_LOAD_RELEASE)
+            n = (unsigned)(total + 0.5);
+    } else if (total >= (double)n + TL_RM_LOAD_WITHHOLD || total <= (double)n - TL_RM_LOAD_RELEASE) {
         n = (unsigned)(total + 0.5);
+    }
     if (n > ncpus)
         n = ncpus;
     /* The n CPUs other work keeps busiest; those withheld already win a

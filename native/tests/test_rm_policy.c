@@ -390,7 +390,7 @@ static void quantum(tl_rm_load *load, double busy0, double busy1, double managed
     busy[0] = busy0, busy[1] = busy1;
     managed[0] = managed0, managed[1] = managed1;
     tl_rm_cpuset machine = cpus_of("0-1");
-    tl_rm_load_update(load, &machine, busy, managed);
+    tl_rm_load_update(load, &machine, busy, managed, NULL);
 }
 
 static void other_load(void)
@@ -412,39 +412,97 @@ static void other_load(void)
     quantum(&load, 0.5, 0.9, 0.5, 0.0);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
     CHECK(fabs(load.total - 0.9) < 1e-9);
-    /* Hysteresis: at 0.5 CPUs it stays withheld; at 0.2 it is given back,
-     * after one quantum. */
+    /* Withheld, CPU 1 has none of the programs' threads: it stays so while
+     * other work holds it (0.8, then 0.9 of it) ... */
+    quantum(&load, 0.5, 0.8, 0.5, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
+    quantum(&load, 0.5, 0.9, 0.5, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1") && load.cooldown == 0);
+    /* ... and is given back once that work only uses part of what was left
+     * idle (0.5: work that moved there), with nothing withheld for the
+     * cooldown, however busy another CPU looks meanwhile. */
     quantum(&load, 0.5, 0.5, 0.5, 0.0);
-    CHECK(load.nwithheld == 1);
-    quantum(&load, 0.5, 0.2, 0.5, 0.0);
     CHECK(load.nwithheld == 0 && tl_rm_cpuset_count(&load.withheld) == 0);
-    /* A thread competing with two others for the two CPUs gets 0.67 of one:
-     * that CPU is withheld. */
+    CHECK(load.cooldown == TL_RM_LOAD_COOLDOWN);
+    for (unsigned q = 1; q < TL_RM_LOAD_COOLDOWN; q++) {
+        quantum(&load, 1.0, 0.0, 0.2, 0.0);
+        CHECK(load.nwithheld == 0);
+    }
+    /* After it, work that holds a CPU is withheld again: a thread competing
+     * with two others for the two CPUs gets 0.67 of one. */
     quantum(&load, 0.67, 0.0, 0.0, 0.0);
     quantum(&load, 0.67, 0.0, 0.0, 0.0);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
+    /* Once given, the CPU is all that work's: it holds it, and keeps it. */
+    quantum(&load, 1.0, 0.0, 0.0, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
     quantum(&load, 0.2, 0.0, 0.0, 0.0);
     CHECK(load.nwithheld == 0);
+    for (unsigned q = 0; q < TL_RM_LOAD_COOLDOWN; q++)
+        quantum(&load, 0.0, 0.0, 0.0, 0.0);
+    CHECK(load.cooldown == 0);
     /* Both CPUs kept busy by other work: both withheld; the managed
      * program's share is never counted. */
     quantum(&load, 1.0, 1.0, 0.1, 0.0);
     quantum(&load, 1.0, 1.0, 0.1, 0.0);
     CHECK(load.nwithheld == 2 && set_is(&load.withheld, "0-1"));
-    /* Down to one CPU's worth: the busier one stays withheld. */
-    quantum(&load, 0.2, 0.9, 0.0, 0.0);
+    /* Down to one CPU's worth: the one still held stays withheld. */
     quantum(&load, 0.2, 0.9, 0.0, 0.0);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
-    /* A near tie does not move the withheld CPU. */
-    quantum(&load, 0.6, 0.55, 0.0, 0.0);
-    quantum(&load, 0.6, 0.55, 0.0, 0.0);
+    quantum(&load, 0.2, 0.9, 0.0, 0.0);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
+    /* Other work busy on the CPU left as well while one is withheld: that
+     * isolated nothing, and every CPU is given back, with the cooldown. */
+    quantum(&load, 0.8, 0.9, 0.0, 0.0);
+    CHECK(load.nwithheld == 0 && tl_rm_cpuset_count(&load.withheld) == 0);
+    CHECK(load.spread > TL_RM_LOAD_SPREAD && load.cooldown == TL_RM_LOAD_COOLDOWN);
+    /* Other work the kernel spreads over both CPUs (a build, several busy
+     * programs beside the managed ones): one CPU is withheld, the work
+     * goes on beside the programs on the other, so it is given back, and
+     * nothing is withheld during the cooldown, whatever the total. */
+    memset(&load, 0, sizeof load);
+    quantum(&load, 1.0, 1.0, 0.4, 0.4);
+    quantum(&load, 1.0, 1.0, 0.4, 0.4);
+    CHECK(load.total > 1.0 && load.nwithheld == 1);
+    quantum(&load, 1.0, 1.0, 0.5, 0.0); /* the programs on CPU 0 only, the work on both */
+    CHECK(load.nwithheld == 0 && load.cooldown == TL_RM_LOAD_COOLDOWN);
+    for (unsigned q = 1; q < TL_RM_LOAD_COOLDOWN; q++) {
+        quantum(&load, 1.0, 1.0, 0.4, 0.4);
+        CHECK(load.nwithheld == 0);
+    }
+    /* ... and when it concentrates on one CPU, that one is. */
+    quantum(&load, 1.0, 0.5, 0.1, 0.5);
+    quantum(&load, 1.0, 0.5, 0.1, 0.5);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
+    /* Withheld, it is held, and the programs have CPU 1 to themselves: kept. */
+    quantum(&load, 1.0, 0.9, 0.0, 0.9);
+    CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
+    /* A program's serial set-up before it registers counts as other work
+     * in that quantum; once it registers, its CPU time before the quantum
+     * is taken back from the previous one: two arrivals in a row withhold
+     * nothing. */
+    memset(&load, 0, sizeof load);
+    static double b2[TL_RM_MAX_CPUS], m2[TL_RM_MAX_CPUS], e2[TL_RM_MAX_CPUS];
+    tl_rm_cpuset two = cpus_of("0-1");
+    b2[0] = 1.0, b2[1] = 1.0, m2[0] = 1.0; /* CPU 1: a program not registered yet */
+    tl_rm_load_update(&load, &two, b2, m2, NULL);
+    m2[1] = 0.3, e2[1] = 0.9;             /* it registered: 0.9 of the quantum before was its own */
+    tl_rm_load_update(&load, &two, b2, m2, e2);
+    CHECK(load.nwithheld == 0 && load.other[1] < 0.2);
+    /* Without the correction the same two quanta withhold CPU 1. */
+    memset(&load, 0, sizeof load);
+    m2[1] = 0.0;
+    tl_rm_load_update(&load, &two, b2, m2, NULL);
+    m2[1] = 0.3;
+    tl_rm_load_update(&load, &two, b2, m2, NULL);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "1"));
     /* CPUs outside the managed ones are never withheld. */
     memset(&load, 0, sizeof load);
     static double busy[TL_RM_MAX_CPUS], managed[TL_RM_MAX_CPUS];
     busy[0] = busy[5] = 1.0;
     tl_rm_cpuset machine = cpus_of("0-1");
-    tl_rm_load_update(&load, &machine, busy, managed);
-    tl_rm_load_update(&load, &machine, busy, managed);
+    tl_rm_load_update(&load, &machine, busy, managed, NULL);
+    tl_rm_load_update(&load, &machine, busy, managed, NULL);
     CHECK(load.nwithheld == 1 && set_is(&load.withheld, "0"));
 }
 

@@ -432,6 +432,13 @@ unsigned tl_rm_runnable_now(void);
 #define TL_RM_LOAD_WITHHOLD 0.5    /* withhold one more CPU when the load exceeds
                                       the CPUs withheld by this much */
 #define TL_RM_LOAD_RELEASE 0.75    /* give one back when it is this much below */
+#define TL_RM_LOAD_PERIOD_NS 100000000ull /* measured at most this often (100 ms: ten ticks) */
+#define TL_RM_LOAD_KEEP 0.75       /* a withheld CPU stays so while other work holds
+                                      this much of it */
+#define TL_RM_LOAD_COOLDOWN 10     /* measurements without new withholding after one
+                                      was given back for that */
+#define TL_RM_LOAD_SPREAD 0.25     /* give every CPU back when the CPUs left to the
+                                      programs carry this much other work each */
 typedef struct {
     double last[TL_RM_MAX_CPUS];   /* each CPU's share in the previous quantum */
     double other[TL_RM_MAX_CPUS];  /* the share other work kept busy: the smaller of
@@ -439,11 +446,15 @@ typedef struct {
     double total;                  /* their sum over the managed CPUs */
     tl_rm_cpuset withheld;         /* the CPUs withheld, within the managed ones */
     unsigned nwithheld;
+    double spread;                 /* other work per CPU on the CPUs not withheld */
+    unsigned cooldown;             /* measurements left without new withholding */
 } tl_rm_load;
 /* One quantum: busy[c] is the fraction of the quantum CPU c was busy,
  * managed[c] the part of it the managed programs account for (each
  * program's CPU time spread over the CPUs it owned, or over all the managed
- * CPUs when it owned none).  A CPU counts as kept busy by other work as
+ * CPUs when it owned none); earlier[c] (NULL: none), the part of the
+ * previous quantum's share that programs registered since account for
+ * (their CPU time before they registered).  A CPU counts as kept busy by other work as
  * much as it was in both of the last two quanta: a program that registers
  * or leaves in the middle of a quantum, whose CPU time the manager cannot
  * split exactly, moves no CPU; work that goes on is seen after two quanta
@@ -452,9 +463,15 @@ typedef struct {
  * competes with two others for two CPUs gets 0.67 of one) or falls to the
  * count - TL_RM_LOAD_RELEASE, and stays otherwise (so it does not flap on
  * a load near a boundary); the CPUs withheld are those other work keeps
- * busiest, the ones withheld already preferred.  Deterministic
- * (test_rm_policy.c). */
-void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const double *busy, const double *managed);
+ * busiest, the ones withheld already preferred.  A CPU withheld stays so
+ * only while other work holds TL_RM_LOAD_KEEP of it in the latest
+ * measurement, and all are given back when other work still keeps the
+ * CPUs left busy (TL_RM_LOAD_SPREAD each on average: withholding did not
+ * isolate it); either blocks new withholding for TL_RM_LOAD_COOLDOWN
+ * measurements.
+ * Deterministic (test_rm_policy.c). */
+void tl_rm_load_update(tl_rm_load *load, const tl_rm_cpuset *machine, const double *busy, const double *managed,
+                       const double *earlier);
 
 /* ---------------------------------------------------- manager liveness */
 

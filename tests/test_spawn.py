@@ -138,6 +138,17 @@ def test_spawn_run_leaves_the_process_its_cpus(real_native: Path) -> None:
     line = next(line for line in done.stdout.splitlines() if line.startswith("lend:"))
     limit = int(line.split("(limit ")[1].split()[0])
     assert limit == len(os.sched_getaffinity(0)), line
+    assert "CPUs online (its launcher bound it)" not in done.stderr
+    # A binding the caller asks for is kept, and the library says what it costs.
+    bound = subprocess.run(
+        [sys.executable, "-m", "threadlab", "spawn", "run", "--max-threads", "auto", "--timeout", "60", "--",
+         str(program), "lend"],
+        capture_output=True, text=True, timeout=90, check=False,
+        env={**os.environ, "OMPI_MCA_hwloc_base_binding_policy": "core"},
+    )
+    assert bound.returncode == 0, bound.stderr
+    assert "(limit 1 counts runnable)" in bound.stdout, bound.stdout
+    assert f"may use 1 of the {os.cpu_count()} CPUs online (its launcher bound it)" in bound.stderr, bound.stderr
 
 
 # -------------------------------------------------------------- bench suite

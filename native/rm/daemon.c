@@ -1106,13 +1106,21 @@ static void measure_other_load(manager *m)
     m->stat_ok = 1;
 }
 
+/* Frees the slots of programs that ended without leaving (killed: no
+ * goodbye); returns how many. */
+static unsigned reap_dead(manager *m)
+{
+    unsigned reaped = tl_rm_reap(&m->arena);
+    if (reaped)
+        logmsg("freed %u slot%s of dead applications", reaped, reaped == 1 ? "" : "s");
+    return reaped;
+}
+
 /* One scheduling decision: the policy over the active slots, published. */
 static void schedule(manager *m, int quantum_tick)
 {
     tl_rm_header *h = m->arena.hdr;
-    unsigned reaped = tl_rm_reap(&m->arena);
-    if (reaped)
-        logmsg("freed %u slot%s of dead applications", reaped, reaped == 1 ? "" : "s");
+    reap_dead(m);
     unsigned n = 0;
     for (unsigned i = 0; i < m->arena.nslots; i++) {
         tl_rm_slot *s = &m->arena.slots[i];
@@ -1341,19 +1349,6 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
     return 0;
 }
 
-/* 1 when a registered program no longer exists (killed: no goodbye). */
-static int program_died(manager *m)
-{
-    for (unsigned i = 0; i < m->arena.nslots; i++) {
-        tl_rm_slot *s = &m->arena.slots[i];
-        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == TL_RM_SLOT_ACTIVE &&
-            !tl_rm_proc_alive(__atomic_load_n(&s->pid, __ATOMIC_RELAXED),
-                              __atomic_load_n(&s->start_time, __ATOMIC_RELAXED)))
-            return 1;
-    }
-    return 0;
-}
-
 /* Returns 0 when a signal stopped it, -1 when the arena could not be kept. */
 static int manager_loop(manager *m)
 {
@@ -1394,7 +1389,7 @@ static int manager_loop(manager *m)
                 if (!m->napps || now < next_death_check)
                     continue; /* spurious */
                 next_death_check = now + DEATH_CHECK_NS;
-                if (!program_died(m))
+                if (!reap_dead(m))
                     continue;
                 /* one died: its CPUs go to the others at once */
             }

@@ -34,6 +34,7 @@ static int init_process(int *argc, char ***argv, int *provided)
     if (rc != MPI_SUCCESS)
         return rc;
     atomic_store(&tlsp_mpi_up, 1);
+    tlsp_settings_cpus(1);
     if (tlsp_provided < MPI_THREAD_MULTIPLE)
         tlsp_note("the MPI gives thread level %d, not MPI_THREAD_MULTIPLE: every spawn will be a process",
                   tlsp_provided);

@@ -61,7 +61,7 @@ typedef enum { TLSP_LIMIT_NUMBER = 0, TLSP_LIMIT_AUTO } tlsp_limit_mode;
 typedef struct {
     tlsp_limit_mode limit_mode;
     long limit;             /* TLSP_LIMIT_NUMBER: at most this many thread tasks at once */
-    unsigned affinity_cpus; /* CPUs of sched_getaffinity at start-up */
+    unsigned affinity_cpus; /* CPUs of sched_getaffinity, read again after MPI_Init */
     double timeout_s;       /* time limit of a process spawn, MPI_Init, MPI_Finalize */
     unsigned spin;          /* busy-wait iterations before sleeping */
     size_t eager_bytes;     /* messages up to this size are copied at once */
@@ -74,6 +74,9 @@ extern tlsp_settings tlsp_cfg;
 /* Reads the environment (once, at load time).  A malformed value ends the
  * process with a message naming it (a usage error: exit status 2). */
 void tlsp_settings_load(void);
+/* Reads the CPUs this process may use (tlsp_cfg.affinity_cpus); after
+ * MPI_Init, says when a launcher's binding left it fewer than online. */
+void tlsp_settings_cpus(int after_init);
 
 /* ---------------------------------------------------------- diagnostics */
 

@@ -144,11 +144,26 @@ static int parse_long(const char *text, long min, long max, long *out)
     return 0;
 }
 
-void tlsp_settings_load(void)
+void tlsp_settings_cpus(int after_init)
 {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
         tlsp_cfg.affinity_cpus = (unsigned)CPU_COUNT(&set);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    /* Thread tasks inherit their process's mask: a launcher's binding
+     * (Open MPI binds a job of 1 or 2 processes to one core each) makes
+     * them share its CPUs, and auto mean that many.  Said once, when the
+     * MPI has started (it may bind in MPI_Init). */
+    if (after_init && tlsp_cfg.limit_mode == TLSP_LIMIT_AUTO && online > (long)tlsp_cfg.affinity_cpus)
+        tlsp_note("this process may use %u of the %ld CPUs online (its launcher bound it): its thread tasks "
+                  "share them, and the auto limit is %u; with Open MPI, mpirun --bind-to none gives it all "
+                  "(threadlab-spawn-mpirun does)",
+                  tlsp_cfg.affinity_cpus, online, tlsp_cfg.affinity_cpus);
+}
+
+void tlsp_settings_load(void)
+{
+    tlsp_settings_cpus(0);
 
     const char *v = getenv(TL_SPAWN_ENV_MAX_THREADS);
     if (v && *v && strcmp(v, "auto") != 0) {

@@ -432,7 +432,9 @@ int tlg_trylock_word(_Atomic uint32_t *w);
 /* ---- the resource manager (rm.c) --------------------------------------------- */
 
 /* At the start of a top-level region: publishes its request and returns
- * the allocation (0 unmanaged). */
+ * the bound of a dynamic team (0 unmanaged or not answered yet): the
+ * allocation, or for a region that may be long the request, up to the VPs
+ * (rm.c). */
 unsigned tlg_rm_region(unsigned request);
 /* At a safe point: follows the allocation (cheap when nothing changed)
  * and moves the caller off a VP that must stop. */

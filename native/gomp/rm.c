@@ -14,10 +14,19 @@
  * the others; when the allocation grows they come back. The master's VP
  * (VP 0) always runs, as the seed wants (allocations are >= 1).
  *
- * Team sizes: while managed, dyn-var defaults to true (a region gets at
- * most as many threads as the allocation, as in the seed, where the master
- * creates as many user-level threads as it has processors); OMP_DYNAMIC or
- * omp_set_dynamic() set explicitly win.
+ * Team sizes: while managed, dyn-var defaults to true and a region gets
+ * at most as many threads as the allocation (as in the seed, where the
+ * master creates as many user-level threads as it has processors), except
+ * a region that may be long: the first one since registration (its length
+ * is unknown) and one that starts a quantum or more after the previous
+ * top-level region started. Those get their request (up to the VPs), the
+ * threads beyond the allocation multiplexed on the active VPs, so that VPs
+ * the allocation gives back mid-region find OpenMP threads to run (a team
+ * of one could never use them: NAS EP's only region, a partner program
+ * killed). The extra threads cost a short region a ULT each and a switch
+ * per barrier; a region a quantum apart from the previous one pays that
+ * once a quantum at most. OMP_DYNAMIC or omp_set_dynamic() set explicitly
+ * win (the team then has its full size).
  *
  * A watcher thread (a kernel thread of the runtime, not a VP) waits on the
  * slot's epoch while managed: it sets the active VPs the moment the
@@ -59,6 +68,9 @@ static struct {
      * holding a stale value cannot set an older allocation back */
     _Atomic uint32_t followed_epoch;
     _Atomic int follow_lock;
+    /* coarse clock: the start of the latest managed top-level region; 0
+     * after a registration (the next region is the first) */
+    _Atomic uint64_t region_ns;
     uint32_t kick;    /* futex word: +1 at every state change (the watcher looks) */
     pid_t watcher;    /* the process whose watcher runs (none after a fork) */
 } rm = {.lock = PTHREAD_MUTEX_INITIALIZER, .c = TL_RM_CLIENT_INITIALIZER};
@@ -140,6 +152,7 @@ void tlg_rm_init(void)
 /* Under rm.lock: looks for a manager and registers (again). */
 static int attach_locked(unsigned request)
 {
+    atomic_store_explicit(&rm.region_ns, 0, RLX); /* the next region is the first */
     return tl_rm_client_attach(&rm.c, request ? request : 1) == TL_RM_CLIENT_MANAGED ? RM_MANAGED : RM_UNMANAGED;
 }
 
@@ -225,9 +238,20 @@ unsigned tlg_rm_region(unsigned request)
     if (request == 0)
         request = 1;
     unsigned alloc = tl_rm_client_request(&rm.c, request);
-    tl_rm_client_ran(&rm.c, alloc && alloc < request ? alloc : request, now);
     follow_latest();
-    return alloc;
+    /* the bound: the allocation and the active VPs, or for a region that
+     * may be long (see the top) the request, up to the VPs */
+    unsigned bound = alloc;
+    uint64_t prev = atomic_exchange_explicit(&rm.region_ns, now ? now : 1, RLX);
+    uint64_t quantum = tl_rm_client_quantum_ns(&rm.c);
+    if (quantum == 0)
+        quantum = (uint64_t)TL_RM_DEFAULT_QUANTUM_MS * 1000000u;
+    if (alloc && (prev == 0 || now - prev >= quantum))
+        bound = tlg_ult_ready() && tl_ult_num_vps() < request ? tl_ult_num_vps() : request;
+    else if (alloc && tlg_ult_ready() && tl_ult_active_vps() < bound)
+        bound = tl_ult_active_vps();
+    tl_rm_client_ran(&rm.c, bound && bound < request ? bound : request, now);
+    return bound;
 }
 
 void tlg_safe_point(void)

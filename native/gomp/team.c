@@ -236,16 +236,15 @@ unsigned tlg_resolve_threads(unsigned specified, unsigned count)
     if (thr->active_level >= icv->max_active_levels)
         return 1;
     unsigned n = specified ? specified : icv->nthreads;
-    unsigned alloc = thr->level == 0 ? tlg_rm_region(n) : 0;
+    unsigned bound = thr->level == 0 ? tlg_rm_region(n) : 0;
     int dyn = tlg_dyn(icv); /* after the region's registration: managed, it defaults to true */
-    if (alloc && dyn && n > alloc)
-        n = alloc;
     if (dyn) {
-        if (tlg_ult_ready()) {
-            unsigned active = tl_ult_active_vps();
-            if (active && n > active)
-                n = active;
-        }
+        /* managed: the manager's bound (rm.c: it may exceed the active
+         * VPs for a long region); else the active VPs */
+        if (!bound && tlg_ult_ready())
+            bound = tl_ult_active_vps();
+        if (bound && n > bound)
+            n = bound;
         if (count && count < n)
             n = count;
     }

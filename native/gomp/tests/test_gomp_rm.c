@@ -4,8 +4,14 @@
  * libthreadlab-gomp) plays the manager itself on an arena of its own:
  *
  *  1. registration: the first top-level region registers the process;
- *     with dyn-var left at its default, a region asking for 4 threads
- *     gets a team the size of the allocation (2);
+ *     with dyn-var left at its default, it gets its request (4 threads,
+ *     its length is unknown) and the next region, a short one, a team the
+ *     size of the allocation (2);
+ *  1b. a partner program dies (the kill scenario of the multiprogramming
+ *     study): a region that starts a quantum after the previous one, at
+ *     allocation 1, gets its request (4 threads on one VP); when the
+ *     allocation grows to 4 while it runs, the resumed VPs run threads
+ *     1-3 while the master still holds VP 0;
  *  2. inside one region of 4 threads running a loop of small chunks, the
  *     allocation goes 4 -> 1 -> 2 -> 4: once the runtime has followed a
  *     change (its active VP count equals the allocation), no chunk starts
@@ -158,6 +164,35 @@ static void *phases(void *arg)
     return NULL;
 }
 
+/* ---- step 1b: the allocation grows under a long region ----------------------- */
+
+static _Atomic int started_vp[4]; /* the VP thread k started on, + 1 (0: not yet) */
+
+/* A region at allocation 1 whose master, on VP 0, gives the process 4
+ * VPs and keeps VP 0 until the others have started (20 s at most): they
+ * can have started only on the VPs that came back. */
+static void grow_in_region(int *team)
+{
+    for (int k = 0; k < 4; k++)
+        __atomic_store_n(&started_vp[k], 0, __ATOMIC_RELAXED);
+#pragma omp parallel num_threads(4)
+    {
+        int k = omp_get_thread_num();
+        __atomic_store_n(&started_vp[k & 3], threadlab_gomp_vp() + 1, __ATOMIC_RELEASE);
+        if (k == 0) {
+            *team = omp_get_num_threads();
+            __atomic_store_n(&want, 4, __ATOMIC_RELEASE);
+            double end = omp_get_wtime() + 20;
+            int n = 0;
+            while (omp_get_wtime() < end && n < *team - 1) {
+                n = 0;
+                for (int j = 1; j < *team && j < 4; j++)
+                    n += __atomic_load_n(&started_vp[j], __ATOMIC_ACQUIRE) != 0;
+            }
+        }
+    }
+}
+
 /* ---- steps 3 and 4: the manager lost while a region runs ------------------- */
 
 static _Atomic int region_done;
@@ -253,15 +288,35 @@ int main(void)
     pthread_t mgr;
     pthread_create(&mgr, NULL, manager, NULL);
 
-    /* 1. registration and the team of a region with dyn-var by default */
-    int team = 0;
+    /* 1. registration and the team of a region with dyn-var by default:
+     * the first region its request, the next one (short: a long quantum
+     * for this step) the allocation */
+    h->quantum_ms = 5000;
+    int team = 0, team1 = 0;
+#pragma omp parallel num_threads(4)
+    if (omp_get_thread_num() == 0)
+        team1 = omp_get_num_threads();
 #pragma omp parallel num_threads(4)
     if (omp_get_thread_num() == 0)
         team = omp_get_num_threads();
+    h->quantum_ms = 50;
     CHECK(threadlab_gomp_managed() == 1);
     CHECK(omp_get_dynamic() == 1);
+    CHECK(team1 == 4);
     CHECK(team == 2);
     CHECK(threadlab_gomp_active_vps() == 2);
+
+    /* 1b. a long region at allocation 1 whose allocation grows */
+    __atomic_store_n(&want, 1, __ATOMIC_RELEASE);
+    wait_active(1);
+    usleep(60000); /* a quantum since the previous region */
+    int team1b = 0;
+    grow_in_region(&team1b);
+    CHECK(team1b == 4);
+    for (int k = 1; k < 4; k++)
+        CHECK(__atomic_load_n(&started_vp[k], __ATOMIC_ACQUIRE) > 1); /* on VP 1..3 */
+    printf("long region at allocation 1 then 4: team %d, threads started on VPs %d %d %d %d\n", team1b,
+           started_vp[0] - 1, started_vp[1] - 1, started_vp[2] - 1, started_vp[3] - 1);
 
     /* 2. a region of 4 threads while the allocation changes (followed
      * between regions too) */

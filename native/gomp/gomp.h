@@ -147,25 +147,28 @@ typedef struct tlg_ws {
     int sched;                /* TLG_SCHED_STATIC/DYNAMIC/GUIDED */
     int ull;                  /* unsigned long long iteration space */
     int ordered;              /* an ordered loop */
+    int add_ok;               /* dynamic: next + (nthreads + 1) * chunk cannot wrap */
     /* the loop as n logical iterations 0..n-1 (index = start + i * incr,
      * long or unsigned long long), handed out from `next`; chunk in
      * iterations (0: static without a chunk) */
-    _Atomic tlg_ull next;
     tlg_ull n, chunk;
     long start, incr;
     tlg_ull start_ull, incr_ull;
-    /* ordered: the chunk ticket allowed in its ordered region; chunk
-     * tickets are handed out in iteration order under `lock` */
-    _Atomic uint32_t ordered_cur;
-    uint32_t ordered_tickets;
-    _Atomic uint32_t lock;
-    /* sections */
-    _Atomic unsigned sect_next;
     unsigned sect_count;
     void *copyprivate;        /* single copyprivate */
     uintptr_t *task_reductions;
     void *mem;                /* GOMP_loop_start/sections2_start mem */
     size_t mem_size;
+    /* Written by every chunk or section taken: a line of its own, so that
+     * taking one does not take the fields above (read at every chunk) from
+     * the other threads' caches. */
+    _Atomic tlg_ull next TLG_ALIGNED;
+    _Atomic unsigned sect_next;
+    /* ordered: the chunk ticket allowed in its ordered region; chunk
+     * tickets are handed out in iteration order under `lock` */
+    _Atomic uint32_t ordered_cur;
+    uint32_t ordered_tickets;
+    _Atomic uint32_t lock;
 } TLG_ALIGNED tlg_ws;
 
 /* ---- tasks (task.c) ---------------------------------------------------- */
@@ -437,8 +440,9 @@ int tlg_trylock_word(_Atomic uint32_t *w);
  * (rm.c). */
 unsigned tlg_rm_region(unsigned request);
 /* At a safe point: follows the allocation (cheap when nothing changed)
- * and moves the caller off a VP that must stop. */
-void tlg_safe_point(void);
+ * and moves the caller off a VP that must stop; 1 when the caller is a
+ * work-descriptor part on a VP that must stop (tl_ult_safe_point). */
+int tlg_safe_point(void);
 void tlg_rm_init(void);
 int tlg_rm_managed(void);
 /* Applies the current allocation now (the runtime has just started). */

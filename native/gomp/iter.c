@@ -38,17 +38,20 @@ static void ws_unlock(tlg_ws *ws)
     atomic_store_explicit(&ws->lock, 0, REL);
 }
 
-static void init_common(tlg_ws *ws, int sched, tlg_ull n, tlg_ull chunk)
+static void init_common(tlg_ws *ws, int sched, tlg_ull n, tlg_ull chunk, unsigned nthreads)
 {
     ws->sched = sched;
     ws->n = n;
     ws->chunk = chunk > 0 ? chunk : (sched == TLG_SCHED_STATIC ? 0 : 1);
+    /* decided once here, not by a division at every chunk: the adds of
+     * nthreads threads past n cannot wrap */
+    tlg_ull c = ws->chunk, k = (tlg_ull)nthreads + 1;
+    ws->add_ok = sched == TLG_SCHED_DYNAMIC && c < ~0ull / k && n < ~0ull - k * c;
     atomic_store_explicit(&ws->next, 0, RLX);
 }
 
 void tlg_loop_init(tlg_ws *ws, long start, long end, long incr, int sched, long chunk, unsigned nthreads)
 {
-    (void)nthreads;
     tlg_ull n = 0;
     if (incr > 0 && start < end)
         n = ((tlg_ull)end - (tlg_ull)start + (tlg_ull)incr - 1) / (tlg_ull)incr;
@@ -57,13 +60,12 @@ void tlg_loop_init(tlg_ws *ws, long start, long end, long incr, int sched, long 
     ws->ull = 0;
     ws->start = start;
     ws->incr = incr;
-    init_common(ws, sched, n, chunk > 0 ? (tlg_ull)chunk : 0);
+    init_common(ws, sched, n, chunk > 0 ? (tlg_ull)chunk : 0, nthreads);
 }
 
 void tlg_loop_init_ull(tlg_ws *ws, bool up, tlg_ull start, tlg_ull end, tlg_ull incr, int sched, tlg_ull chunk,
                        unsigned nthreads)
 {
-    (void)nthreads;
     tlg_ull n = 0;
     if (up && start < end)
         n = (end - start + incr - 1) / incr;
@@ -72,7 +74,7 @@ void tlg_loop_init_ull(tlg_ws *ws, bool up, tlg_ull start, tlg_ull end, tlg_ull 
     ws->ull = 1;
     ws->start_ull = start;
     ws->incr_ull = incr;
-    init_common(ws, sched, n, chunk);
+    init_common(ws, sched, n, chunk, nthreads);
 }
 
 /* The caller's next logical iterations [a, b) and their ticket, or 0. */
@@ -106,10 +108,9 @@ static int next_logical(tlg_thread *thr, tlg_ws *ws, tlg_ull *a, tlg_ull *b, uin
     }
     if (ws->ordered)
         ws_lock(ws);
-    tlg_ull s = atomic_load_explicit(&ws->next, RLX), e;
-    if (ws->sched == TLG_SCHED_DYNAMIC && !ws->ordered && s < n && c < ~0ull / (nthr + 1) &&
-        n < ~0ull - (tlg_ull)(nthr + 1) * c) {
-        /* an add cannot wrap while next stays below n + nthreads * c */
+    tlg_ull s, e;
+    if (ws->add_ok && !ws->ordered) {
+        /* an add cannot wrap: next stays below n + nthreads * c */
         s = atomic_fetch_add_explicit(&ws->next, c, RLX);
         if (s >= n)
             return 0;
@@ -117,6 +118,7 @@ static int next_logical(tlg_thread *thr, tlg_ws *ws, tlg_ull *a, tlg_ull *b, uin
         *b = n - s > c ? s + c : n;
         return 1;
     }
+    s = atomic_load_explicit(&ws->next, RLX);
     for (;;) {
         if (s >= n) {
             if (ws->ordered)
@@ -152,10 +154,9 @@ static int next_chunk(tlg_thread *thr, tlg_ull *a, tlg_ull *b)
     tlg_ws *ws = thr->ws;
     if (thr->ord_held)
         tlg_ordered_pass(thr);
-    tlg_safe_point();
     /* a work-descriptor part on a VP told to stop takes no more chunks of
      * a loop whose chunks any thread may take: the others take them */
-    if (TLG_UNLIKELY(ws->sched != TLG_SCHED_STATIC && !ws->ordered && tl_ult_vp_stopping() && !tl_ult_self()))
+    if (TLG_UNLIKELY(tlg_safe_point()) && ws->sched != TLG_SCHED_STATIC && !ws->ordered)
         return 0;
     uint32_t ticket = 0;
     if (!next_logical(thr, ws, a, b, &ticket))

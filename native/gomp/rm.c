@@ -254,13 +254,13 @@ unsigned tlg_rm_region(unsigned request)
     return bound;
 }
 
-void tlg_safe_point(void)
+int tlg_safe_point(void)
 {
     if (atomic_load_explicit(&rm.state, ACQ) == RM_MANAGED &&
         TLG_UNLIKELY(__atomic_load_n(&__atomic_load_n(&rm.c.my, __ATOMIC_RELAXED)->epoch, __ATOMIC_RELAXED) !=
                      atomic_load_explicit(&rm.followed_epoch, RLX)))
         follow_latest();
-    tl_ult_safe_point();
+    return tl_ult_safe_point();
 }
 
 /* The effective dyn-var: managed, it defaults to true unless set. */

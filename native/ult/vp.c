@@ -398,9 +398,13 @@ int tl_ult_vp_stopping(void)
     return vp && tlu_vp_must_stop(vp);
 }
 
-void tl_ult_safe_point(void)
+int tl_ult_safe_point(void)
 {
     tlu_vp *vp = tlu_vp_self_fast();
-    if (TLU_UNLIKELY(vp && vp->current && tlu_vp_must_stop(vp)))
-        tl_ult_yield(); /* to the scheduler, which forwards the caller */
+    if (TLU_LIKELY(!vp || !tlu_vp_must_stop(vp)))
+        return 0;
+    if (!vp->current)
+        return 1;
+    tl_ult_yield(); /* to the scheduler, which forwards the caller */
+    return 0;
 }

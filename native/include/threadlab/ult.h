@@ -141,8 +141,11 @@ unsigned tl_ult_active_vps(void); /* 0 when not initialised */
 int tl_ult_vp_stopping(void);
 /* A safe point: when the caller's VP has been told to stop, the calling
  * ULT moves to an active VP (and its VP stops); otherwise nothing (one
- * load). Call it where a long computation can be interrupted. */
-void tl_ult_safe_point(void);
+ * load). Call it where a long computation can be interrupted. Returns 1
+ * when the caller is no ULT (a work descriptor on its VP's scheduler
+ * context, which cannot move) and its VP has been told to stop: it should
+ * take no more work that others may take; 0 otherwise. */
+int tl_ult_safe_point(void);
 
 typedef struct tl_ult_stats {
     uint64_t created;         /* ULTs created */

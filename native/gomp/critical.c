@@ -11,20 +11,25 @@
 #define _GNU_SOURCE
 #include "gomp.h"
 
-static _Atomic uint32_t default_critical;
-static _Atomic uint32_t atomic_lock;
+/* each on a line of its own: a contended lock word's line moves between
+ * CPUs at every acquisition, and must not take the runtime's other data
+ * (the environment, the runtime's state) with it */
+static struct {
+    _Atomic uint32_t word;
+    char pad[TLG_LINE - sizeof(uint32_t)];
+} TLG_ALIGNED default_critical, atomic_lock;
 
 _Static_assert(sizeof(void *) >= sizeof(uint32_t) && _Alignof(void *) >= _Alignof(uint32_t),
                "a named critical's pointer holds a lock word");
 
 TLG_EXPORT void GOMP_critical_start(void)
 {
-    tlg_lock_word(&default_critical);
+    tlg_lock_word(&default_critical.word);
 }
 
 TLG_EXPORT void GOMP_critical_end(void)
 {
-    tlg_unlock_word(&default_critical);
+    tlg_unlock_word(&default_critical.word);
 }
 
 TLG_EXPORT void GOMP_critical_name_start(void **pptr)
@@ -39,10 +44,10 @@ TLG_EXPORT void GOMP_critical_name_end(void **pptr)
 
 TLG_EXPORT void GOMP_atomic_start(void)
 {
-    tlg_lock_word(&atomic_lock);
+    tlg_lock_word(&atomic_lock.word);
 }
 
 TLG_EXPORT void GOMP_atomic_end(void)
 {
-    tlg_unlock_word(&atomic_lock);
+    tlg_unlock_word(&atomic_lock.word);
 }

@@ -88,6 +88,9 @@ typedef struct {
     int in_task;          /* the calling thread is a thread task */
     long parked;          /* thread tasks asleep in the library's waits now */
     int limit_counts;     /* TL_SPAWN_COUNTS_*: what the limit counts */
+    long waits_slept;     /* waits in the library (for a message, a request) that slept */
+    long cpu_shared;      /* busy waits ended by a thread that ran on the waiter's own CPU
+                             (docs/spawn.md, "Waiting") */
 } tl_spawn_stats;
 
 /* Fills *out; returns 0. */

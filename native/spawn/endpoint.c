@@ -277,9 +277,21 @@ void tlsp_req_wait(tlsp_req *r)
     }
 }
 
+tlsp_req *tlsp_req_array(size_t n)
+{
+    if (n == 0)
+        n = 1;
+    if (n > SIZE_MAX / sizeof(tlsp_req))
+        return NULL;
+    tlsp_req *reqs = aligned_alloc(_Alignof(tlsp_req), n * sizeof *reqs);
+    if (reqs)
+        memset(reqs, 0, n * sizeof *reqs);
+    return reqs;
+}
+
 tlsp_req *tlsp_req_alloc(int kind, const tlsp_view *view)
 {
-    tlsp_req *r = malloc(sizeof *r);
+    tlsp_req *r = tlsp_req_array(1);
     if (!r)
         return NULL;
     tlsp_req_init(r, kind, view);

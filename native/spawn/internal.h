@@ -107,8 +107,8 @@ int tlsp_refuse(const tlsp_view *view, const char *call);
  * (endpoint.c, "spinning"): the waiter notes the CPU it yields on, the
  * completer compares it with its own. */
 typedef struct {
-    _Atomic int yielded_on; /* 1 + the CPU the waiter last yielded on; 0 = it did not yield */
-    _Atomic int shared;     /* the completer ran on that CPU */
+    _Atomic uint16_t yielded_on; /* 1 + the CPU the waiter last yielded on; 0 = it did not yield */
+    _Atomic uint16_t shared;     /* the completer ran on that CPU */
 } tlsp_coloc;
 
 /* Called by the thread that ends a wait watched by c, before it ends it. */
@@ -185,27 +185,31 @@ typedef struct {
     MPI_Datatype type;
 } tlsp_buf;
 
+/* A request.  What the thread completing a posted receive writes (the
+ * outcome, the state its owner spins on) and most of what it reads (the
+ * match) is its first cache line; the buffer's description, which it only
+ * reads, is the second. */
 struct tlsp_req {
-    _Atomic uint32_t state;   /* TLSP_PENDING, TLSP_SLEEPING (its waiter sleeps), TLSP_DONE */
+    _Alignas(64) _Atomic uint32_t state; /* TLSP_PENDING, TLSP_SLEEPING (its waiter sleeps), TLSP_DONE */
     tlsp_coloc coloc;         /* its waiter's spin */
-    int kind;
-    /* a receive: where, and what it matches */
-    tlsp_buf rbuf;
-    int src, tag;
+    /* a receive: what it matches, where, and the outcome */
     uint32_t ctx;
+    int src, tag;
+    int st_source, st_tag, st_error;
     tlsp_req *next;           /* the posted queue */
+    size_t cap;               /* bytes the receive buffer holds */
+    size_t st_bytes;
+    /* who */
+    int kind;
+    int errors_return;        /* the error handler of its communicator, when it was made */
+    tlsp_buf rbuf;
     /* a send */
     tlsp_buf sbuf;
     tlsp_msg msg;             /* its queue entry when it waits for a receiver */
-    /* the outcome */
-    int st_source, st_tag, st_error;
-    size_t st_bytes;
-    size_t cap;               /* bytes the receive buffer holds */
-    /* who */
-    int errors_return;        /* the error handler of its communicator, when it was made */
     uint32_t index;           /* its handle slot; 0 for an internal one */
     int sync;                 /* MPI_Ssend/Issend: never eager */
 };
+_Static_assert(offsetof(tlsp_req, rbuf) == 64, "a request's first line: the match, the outcome, the state");
 
 void tlsp_req_init(tlsp_req *r, int kind, const tlsp_view *view);
 /* A thread gives its cached request slots back before it ends. */
@@ -222,6 +226,8 @@ int tlsp_spin_until_changed(_Atomic uint32_t *word, uint32_t seen, tlsp_coloc *c
 /* The calling thread slept in a wait: it may spin again (endpoint.c). */
 void tlsp_slept(void);
 
+/* n zeroed requests (aligned as a request must be); free() them. */
+tlsp_req *tlsp_req_array(size_t n);
 /* A request the program holds a handle of (Isend/Irecv). */
 tlsp_req *tlsp_req_alloc(int kind, const tlsp_view *view);
 void tlsp_req_free(tlsp_req *r);

@@ -143,7 +143,7 @@ int tl_main(int argc, char **argv, const tl_bench *benches)
         tl_unsupported(&ctx, "%s", err);
     } else {
         /* Slot 0 is always the measuring (main) thread. */
-        if (bench->threads && tl_bind_self(&ctx, 0) != 0)
+        if (bench->threads && !bench->binds_itself && tl_bind_self(&ctx, 0) != 0)
             tl_die("could not bind the main thread to CPU %d", ctx.cpu[0]);
         rc = bench->run(&ctx);
         int reported = priv.pending.status == TL_STATUS_FAILED ||

@@ -58,7 +58,7 @@ TLSP_EXPORT int MPI_Barrier(MPI_Comm comm)
 static int fan_out(const tlsp_view *v, const void *buf, int count, MPI_Datatype t, MPI_Aint stride, int tag)
 {
     int n = tlsp_local_size(v);
-    tlsp_req *reqs = calloc((size_t)n, sizeof *reqs);
+    tlsp_req *reqs = tlsp_req_array((size_t)n);
     if (!reqs)
         return MPI_ERR_NO_MEM;
     for (int i = 0; i < n; i++) {
@@ -188,7 +188,7 @@ TLSP_EXPORT int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype send
     }
     int n = tlsp_local_size(v);
     MPI_Aint stride = (MPI_Aint)recvcount * extent_of(recvtype);
-    tlsp_req *reqs = calloc((size_t)n, sizeof *reqs);
+    tlsp_req *reqs = tlsp_req_array((size_t)n);
     if (!reqs)
         return tlsp_error(v, MPI_ERR_NO_MEM, "MPI_Gather: out of memory");
     for (int i = 0; i < n; i++) {

@@ -261,7 +261,7 @@ TLSP_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
          * view: no member's early free can end the comm before the last
          * member has its view. */
         atomic_fetch_add_explicit(&made->refs, members, memory_order_relaxed);
-        tlsp_req *reqs = calloc((size_t)members, sizeof *reqs);
+        tlsp_req *reqs = tlsp_req_array((size_t)members);
         if (!reqs)
             return tlsp_error(v, MPI_ERR_NO_MEM, "MPI_Comm_dup: out of memory");
         int n = 0;

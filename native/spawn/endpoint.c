@@ -38,10 +38,10 @@ static void make_key(void)
 
 tlsp_endpoint *tlsp_endpoint_new(tlsp_task *task)
 {
-    tlsp_endpoint *ep = calloc(1, sizeof *ep);
+    tlsp_endpoint *ep = aligned_alloc(_Alignof(tlsp_endpoint), sizeof *ep);
     if (!ep)
         return NULL;
-    pthread_mutex_init(&ep->lock, NULL);
+    memset(ep, 0, sizeof *ep);
     ep->posted_tail = &ep->posted_head;
     ep->unexp_tail = &ep->unexp_head;
     atomic_init(&ep->refs, 1); /* its thread */
@@ -82,8 +82,31 @@ void tlsp_endpoint_unref(tlsp_endpoint *ep)
         else
             free(m);
     }
-    pthread_mutex_destroy(&ep->lock);
     free(ep);
+}
+
+void tlsp_ep_lock_slow(tlsp_endpoint *ep)
+{
+    /* The holder is in a few list steps: a short spin usually finds the
+     * lock free. */
+    for (int i = 0; i < 100; i++) {
+        uint32_t free_ = 0;
+        tl_cpu_relax();
+        if (atomic_load_explicit(&ep->lock, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong_explicit(&ep->lock, &free_, 1, memory_order_acquire,
+                                                    memory_order_relaxed))
+            return;
+    }
+    /* 2 says a thread sleeps for it: its unlock wakes one.  A thread that
+     * takes the lock this way keeps 2, as it cannot know whether others
+     * still sleep (one spurious wake-up at most). */
+    while (atomic_exchange_explicit(&ep->lock, 2, memory_order_acquire) != 0)
+        tl_rm_futex_wait((uint32_t *)&ep->lock, 2, UINT64_C(1000000000));
+}
+
+void tlsp_ep_wake_locker(tlsp_endpoint *ep)
+{
+    tl_rm_futex_wake((uint32_t *)&ep->lock, 1);
 }
 
 /* ------------------------------------------------------------- requests */
@@ -104,55 +127,135 @@ int tlsp_req_done(const tlsp_req *r)
 
 void tlsp_req_complete(tlsp_req *r)
 {
+    tlsp_coloc_note(&r->coloc);
     uint32_t old = atomic_exchange_explicit(&r->state, TLSP_DONE, memory_order_acq_rel);
     if (old == TLSP_SLEEPING)
         tl_rm_futex_wake((uint32_t *)&r->state, 1);
 }
 
-/* Spinning helps only while every thread that may run has a CPU to spin
- * on: the tasks alive less those asleep in the library's waits (counted
- * under either limit count), so a tree of tasks mostly waiting for their
- * children still lets its few runnable ones spin. */
+/* ------------------------------------------------------------ spinning
+ *
+ * A waiter spins before it sleeps: a futex wake-up costs microseconds (tens
+ * on a virtual machine, whose idle CPUs halt), a message between threads
+ * on two CPUs a few hundred nanoseconds.  Three rules keep the spin from
+ * hurting:
+ *
+ * - It spins only while every thread that may run has a CPU to spin on:
+ *   the tasks alive less those asleep in the library's waits (counted
+ *   under either limit count), so a tree of tasks mostly waiting for its
+ *   children still lets its few runnable ones spin.
+ * - It yields rarely, every TLSP_YIELD_EVERY steps (about 25 us of pause
+ *   instructions), in case the thread that will end the wait needs this
+ *   very CPU.  A yield is a system call (0.5 us on the development VM),
+ *   and two threads that yield to each other every microsecond on one CPU
+ *   stay there: a thread that ran a microsecond ago is "cache hot" to the
+ *   scheduler's balancer, which then never moves it to the idle CPU.  That
+ *   kept a parent and its task on one CPU for whole runs (2-3 us per
+ *   message instead of 0.3).
+ * - A waiter whose wait was ended, during its yield, by a thread on its own
+ *   CPU shares that CPU with its partner (the completer tells: it knows
+ *   its CPU, tlsp_coloc_note; only when the waiter announced a yield, so
+ *   a wait ended by a thread elsewhere costs nothing).  Its next wait
+ *   sleeps at once: the wake-up lets the scheduler place it on an idle
+ *   CPU, if there is one, away from the thread that woke it.  If the two
+ *   meet again on one CPU right after (no CPU was idle), they share it for
+ *   the next TLSP_SHARE_WAITS waits, yielding every TLSP_SHARE_YIELD steps
+ *   (a message then costs two context switches, where a sleep and a wake-up
+ *   cost ten times that), and then try again to get apart. */
+
+enum { TLSP_YIELD_EVERY = 1024, TLSP_SHARE_YIELD = 32, TLSP_SHARE_WAITS = 1000 }; /* periods: powers of 2 */
+
+/* This thread's view of where its partners run. */
+static TLSP_TLS struct {
+    int sleep_next; /* a partner ran on this CPU: the next wait sleeps */
+    int tried;      /* ... and that sleep was tried; no wait since ended spinning alone */
+    unsigned share; /* waits left to share the CPU, yielding often */
+} spin_view;
+
 static int may_spin(void)
 {
     long runnable = atomic_load_explicit(&tlsp_count.running, memory_order_relaxed) -
                     atomic_load_explicit(&tlsp_count.parked, memory_order_relaxed);
-    return tlsp_cfg.spin && runnable < (long)tlsp_cfg.affinity_cpus;
+    return !spin_view.sleep_next && tlsp_cfg.spin && runnable < (long)tlsp_cfg.affinity_cpus;
 }
 
-/* One step of a busy wait.  Every so often it yields: on a machine with
- * more runnable threads than CPUs, the thread that will end the wait may
- * be waiting for this very CPU. */
-static inline void spin_step(unsigned i)
+void tlsp_coloc_note(tlsp_coloc *c)
 {
-    if ((i & 31u) == 31u)
-        sched_yield();
-    else
-        tl_cpu_relax();
+    int on = atomic_load_explicit(&c->yielded_on, memory_order_relaxed);
+    if (TLSP_UNLIKELY(on) && on - 1 == sched_getcpu())
+        atomic_store_explicit(&c->shared, 1, memory_order_relaxed);
 }
 
-int tlsp_spin_until_changed(_Atomic uint32_t *word, uint32_t seen)
+/* One step (i) of a busy wait watched by c. */
+static void spin_step(unsigned i, tlsp_coloc *c)
+{
+    unsigned period = spin_view.share ? TLSP_SHARE_YIELD : TLSP_YIELD_EVERY;
+    if (((i + 1) & (period - 1)) != 0) {
+        tl_cpu_relax();
+        return;
+    }
+    atomic_store_explicit(&c->yielded_on, sched_getcpu() + 1, memory_order_relaxed);
+    sched_yield();
+}
+
+/* After a busy wait watched by c ended (done or not). */
+static void spin_end(tlsp_coloc *c)
+{
+    if (spin_view.share)
+        spin_view.share--;
+    if (TLSP_LIKELY(!atomic_load_explicit(&c->yielded_on, memory_order_relaxed))) {
+        spin_view.tried = 0; /* it ended before a yield: the partner runs elsewhere */
+        return;
+    }
+    int shared = atomic_load_explicit(&c->shared, memory_order_acquire);
+    if (shared)
+        atomic_fetch_add_explicit(&tlsp_count.cpu_shared, 1, memory_order_relaxed);
+    if (shared && !spin_view.share) {
+        if (spin_view.tried) {
+            spin_view.tried = 0;
+            spin_view.share = TLSP_SHARE_WAITS;
+        } else {
+            spin_view.sleep_next = 1;
+            spin_view.tried = 1;
+        }
+    }
+    atomic_store_explicit(&c->yielded_on, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->shared, 0, memory_order_relaxed);
+}
+
+int tlsp_spin_until_changed(_Atomic uint32_t *word, uint32_t seen, tlsp_coloc *c)
 {
     if (!may_spin())
         return 0;
-    for (unsigned i = 0; i < tlsp_cfg.spin; i++) {
-        spin_step(i);
-        if (atomic_load_explicit(word, memory_order_acquire) != seen)
-            return 1;
+    int changed = 0;
+    for (unsigned i = 0; i < tlsp_cfg.spin && !changed; i++) {
+        spin_step(i, c);
+        changed = atomic_load_explicit(word, memory_order_acquire) != seen;
     }
-    return 0;
+    spin_end(c);
+    return changed;
+}
+
+void tlsp_slept(void)
+{
+    spin_view.sleep_next = 0;
+    atomic_fetch_add_explicit(&tlsp_count.waits_slept, 1, memory_order_relaxed);
 }
 
 void tlsp_req_wait(tlsp_req *r)
 {
     if (tlsp_req_done(r))
         return;
-    if (may_spin())
-        for (unsigned i = 0; i < tlsp_cfg.spin; i++) {
-            spin_step(i);
-            if (tlsp_req_done(r))
-                return;
+    if (may_spin()) {
+        int done = 0;
+        for (unsigned i = 0; i < tlsp_cfg.spin && !done; i++) {
+            spin_step(i, &r->coloc);
+            done = tlsp_req_done(r);
         }
+        spin_end(&r->coloc);
+        if (done)
+            return;
+    }
     int park = -1; /* parked at the first sleep, not before: a wait that ends spinning keeps its slot */
     for (;;) {
         uint32_t expected = TLSP_PENDING;
@@ -168,13 +271,27 @@ void tlsp_req_wait(tlsp_req *r)
         if (tlsp_req_done(r))
             break;
     }
-    if (park >= 0)
+    if (park >= 0) {
         tlsp_unpark(park);
+        tlsp_slept();
+    }
+}
+
+tlsp_req *tlsp_req_array(size_t n)
+{
+    if (n == 0)
+        n = 1;
+    if (n > SIZE_MAX / sizeof(tlsp_req))
+        return NULL;
+    tlsp_req *reqs = aligned_alloc(_Alignof(tlsp_req), n * sizeof *reqs);
+    if (reqs)
+        memset(reqs, 0, n * sizeof *reqs);
+    return reqs;
 }
 
 tlsp_req *tlsp_req_alloc(int kind, const tlsp_view *view)
 {
-    tlsp_req *r = malloc(sizeof *r);
+    tlsp_req *r = tlsp_req_array(1);
     if (!r)
         return NULL;
     tlsp_req_init(r, kind, view);

@@ -131,6 +131,8 @@ TLSP_EXPORT int tl_spawn_get_stats(tl_spawn_stats *out)
     out->process_spawns = atomic_load(&tlsp_count.process_spawns);
     out->provided = tlsp_provided;
     out->in_task = tlsp_self_task != NULL;
+    out->waits_slept = atomic_load(&tlsp_count.waits_slept);
+    out->cpu_shared = atomic_load(&tlsp_count.cpu_shared);
     return 0;
 }
 

@@ -103,18 +103,53 @@ int tlsp_refuse(const tlsp_view *view, const char *call);
 
 /* ------------------------------------------------------------ endpoints */
 
+/* Whether the thread that ended a wait ran on the waiter's CPU
+ * (endpoint.c, "spinning"): the waiter notes the CPU it yields on, the
+ * completer compares it with its own. */
+typedef struct {
+    _Atomic uint16_t yielded_on; /* 1 + the CPU the waiter last yielded on; 0 = it did not yield */
+    _Atomic uint16_t shared;     /* the completer ran on that CPU */
+} tlsp_coloc;
+
+/* Called by the thread that ends a wait watched by c, before it ends it. */
+void tlsp_coloc_note(tlsp_coloc *c);
+
+/* A thread's mailbox.  What every message touches (the lock, both
+ * queues, the counter a probing owner spins on) is one cache line, which
+ * moves once from the receiver to the sender and back per message. */
 struct tlsp_endpoint {
-    pthread_mutex_t lock;     /* the mailbox lock */
+    _Alignas(64) _Atomic uint32_t lock; /* 0 free, 1 held, 2 held and a thread sleeps for it */
+    _Atomic uint32_t queued;  /* +1 at every message queued: what a probing owner spins on */
     tlsp_req *posted_head;    /* posted receives, in posting order */
     tlsp_req **posted_tail;
     tlsp_msg *unexp_head;     /* messages no posted receive took, in arrival order */
     tlsp_msg **unexp_tail;
     _Atomic uint32_t arrivals; /* futex word of a probing owner */
-    _Atomic uint32_t queued;  /* +1 at every message queued: what a probing owner spins on */
     int probing;              /* under lock: the owner sleeps in MPI_Probe */
-    _Atomic int refs;         /* its thread (while alive) + comm memberships */
+    tlsp_coloc coloc;         /* the owner's spin in MPI_Probe */
+    _Alignas(64) _Atomic int refs; /* its thread (while alive) + comm memberships */
     tlsp_task *task;          /* NULL for a thread that is no task */
 };
+
+/* The mailbox lock (the critical sections are a few list steps: a taker
+ * spins briefly, then sleeps on the word). */
+void tlsp_ep_lock_slow(tlsp_endpoint *ep);
+void tlsp_ep_wake_locker(tlsp_endpoint *ep);
+
+static inline void tlsp_ep_lock(tlsp_endpoint *ep)
+{
+    uint32_t free_ = 0;
+    if (TLSP_LIKELY(atomic_compare_exchange_strong_explicit(&ep->lock, &free_, 1, memory_order_acquire,
+                                                            memory_order_relaxed)))
+        return;
+    tlsp_ep_lock_slow(ep);
+}
+
+static inline void tlsp_ep_unlock(tlsp_endpoint *ep)
+{
+    if (TLSP_UNLIKELY(atomic_exchange_explicit(&ep->lock, 0, memory_order_release) == 2))
+        tlsp_ep_wake_locker(ep);
+}
 
 /* The calling thread's endpoint, created on first use (a thread that is no
  * task gets one that lives until it exits). */
@@ -150,26 +185,31 @@ typedef struct {
     MPI_Datatype type;
 } tlsp_buf;
 
+/* A request.  What the thread completing a posted receive writes (the
+ * outcome, the state its owner spins on) and most of what it reads (the
+ * match) is its first cache line; the buffer's description, which it only
+ * reads, is the second. */
 struct tlsp_req {
-    _Atomic uint32_t state;   /* TLSP_PENDING, TLSP_SLEEPING (its waiter sleeps), TLSP_DONE */
-    int kind;
-    /* a receive: where, and what it matches */
-    tlsp_buf rbuf;
-    int src, tag;
+    _Alignas(64) _Atomic uint32_t state; /* TLSP_PENDING, TLSP_SLEEPING (its waiter sleeps), TLSP_DONE */
+    tlsp_coloc coloc;         /* its waiter's spin */
+    /* a receive: what it matches, where, and the outcome */
     uint32_t ctx;
+    int src, tag;
+    int st_source, st_tag, st_error;
     tlsp_req *next;           /* the posted queue */
+    size_t cap;               /* bytes the receive buffer holds */
+    size_t st_bytes;
+    /* who */
+    int kind;
+    int errors_return;        /* the error handler of its communicator, when it was made */
+    tlsp_buf rbuf;
     /* a send */
     tlsp_buf sbuf;
     tlsp_msg msg;             /* its queue entry when it waits for a receiver */
-    /* the outcome */
-    int st_source, st_tag, st_error;
-    size_t st_bytes;
-    size_t cap;               /* bytes the receive buffer holds */
-    /* who */
-    int errors_return;        /* the error handler of its communicator, when it was made */
     uint32_t index;           /* its handle slot; 0 for an internal one */
     int sync;                 /* MPI_Ssend/Issend: never eager */
 };
+_Static_assert(offsetof(tlsp_req, rbuf) == 64, "a request's first line: the match, the outcome, the state");
 
 void tlsp_req_init(tlsp_req *r, int kind, const tlsp_view *view);
 /* A thread gives its cached request slots back before it ends. */
@@ -179,10 +219,15 @@ void tlsp_req_complete(tlsp_req *r);
 int tlsp_req_done(const tlsp_req *r);
 /* Blocks until done: spins a little, then sleeps on r->state. */
 void tlsp_req_wait(tlsp_req *r);
-/* Spins (when spinning helps, see tlsp_cfg.spin) until *word differs from
- * seen; 1 when it did, 0 when the spin ran out. */
-int tlsp_spin_until_changed(_Atomic uint32_t *word, uint32_t seen);
+/* Spins (when spinning helps, see endpoint.c) until *word differs from
+ * seen, watched by c (whoever changes the word notes c first); 1 when it
+ * did, 0 when the spin ran out or was not worth starting. */
+int tlsp_spin_until_changed(_Atomic uint32_t *word, uint32_t seen, tlsp_coloc *c);
+/* The calling thread slept in a wait: it may spin again (endpoint.c). */
+void tlsp_slept(void);
 
+/* n zeroed requests (aligned as a request must be); free() them. */
+tlsp_req *tlsp_req_array(size_t n);
 /* A request the program holds a handle of (Isend/Irecv). */
 tlsp_req *tlsp_req_alloc(int kind, const tlsp_view *view);
 void tlsp_req_free(tlsp_req *r);
@@ -376,6 +421,8 @@ typedef struct {
     _Atomic long thread_spawns;    /* MPI_Comm_spawn calls served by threads */
     _Atomic long process_spawns;   /* ... by the real MPI */
     _Atomic long peak_running;
+    _Atomic long waits_slept;      /* waits of the library's that slept (a futex) */
+    _Atomic long cpu_shared;       /* busy waits ended by a thread on the waiter's own CPU */
 } tlsp_counters;
 extern tlsp_counters tlsp_count;
 

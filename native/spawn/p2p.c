@@ -43,6 +43,7 @@ static void deliver(tlsp_req *r, int src, int tag, const tlsp_buf *from, size_t 
 static int enqueue_locked(tlsp_endpoint *dest, tlsp_msg *m)
 {
     m->next = NULL;
+    tlsp_coloc_note(&dest->coloc);
     *dest->unexp_tail = m;
     dest->unexp_tail = &m->next;
     atomic_fetch_add_explicit(&dest->queued, 1, memory_order_release);
@@ -62,7 +63,7 @@ void tlsp_isend_ep(tlsp_endpoint *dest, uint32_t ctx, int src, int tag, const tl
     s->st_bytes = bytes;
     int wake = 0;
 
-    pthread_mutex_lock(&dest->lock);
+    tlsp_ep_lock(dest);
     tlsp_req **pp = &dest->posted_head, *r;
     for (r = *pp; r; pp = &r->next, r = r->next)
         if (matches(r->ctx, r->src, r->tag, ctx, src, tag))
@@ -71,7 +72,7 @@ void tlsp_isend_ep(tlsp_endpoint *dest, uint32_t ctx, int src, int tag, const tl
         *pp = r->next;
         if (dest->posted_tail == &r->next)
             dest->posted_tail = pp;
-        pthread_mutex_unlock(&dest->lock);
+        tlsp_ep_unlock(dest);
         deliver(r, src, tag, b, bytes);
         tlsp_req_complete(s);
         return;
@@ -87,7 +88,7 @@ void tlsp_isend_ep(tlsp_endpoint *dest, uint32_t ctx, int src, int tag, const tl
                 m->bytes = bytes;
                 m->sreq = NULL;
                 wake = enqueue_locked(dest, m);
-                pthread_mutex_unlock(&dest->lock);
+                tlsp_ep_unlock(dest);
                 if (wake)
                     tl_rm_futex_wake((uint32_t *)&dest->arrivals, 1);
                 tlsp_req_complete(s);
@@ -103,7 +104,7 @@ void tlsp_isend_ep(tlsp_endpoint *dest, uint32_t ctx, int src, int tag, const tl
     s->msg.sreq = s;
     s->msg.payload = NULL;
     wake = enqueue_locked(dest, &s->msg);
-    pthread_mutex_unlock(&dest->lock);
+    tlsp_ep_unlock(dest);
     if (wake)
         tl_rm_futex_wake((uint32_t *)&dest->arrivals, 1);
 }
@@ -118,7 +119,7 @@ void tlsp_irecv_ctx(tlsp_endpoint *self, uint32_t ctx, int src, int tag, const t
     r->src = src;
     r->tag = tag;
 
-    pthread_mutex_lock(&self->lock);
+    tlsp_ep_lock(self);
     tlsp_msg **pp = &self->unexp_head, *m;
     for (m = *pp; m; pp = &m->next, m = m->next)
         if (matches(ctx, src, tag, m->ctx, m->src, m->tag))
@@ -127,13 +128,13 @@ void tlsp_irecv_ctx(tlsp_endpoint *self, uint32_t ctx, int src, int tag, const t
         r->next = NULL;
         *self->posted_tail = r;
         self->posted_tail = &r->next;
-        pthread_mutex_unlock(&self->lock);
+        tlsp_ep_unlock(self);
         return;
     }
     *pp = m->next;
     if (self->unexp_tail == &m->next)
         self->unexp_tail = pp;
-    pthread_mutex_unlock(&self->lock);
+    tlsp_ep_unlock(self);
     if (m->sreq) {
         /* m lives inside the sender's request: done with it before the
          * sender may go on. */
@@ -212,33 +213,34 @@ int tlsp_probe(const tlsp_view *v, int src, int tag, int blocking, int *out_src,
     int spun = 0;
     for (;;) {
         uint32_t queued = atomic_load_explicit(&ep->queued, memory_order_acquire);
-        pthread_mutex_lock(&ep->lock);
+        tlsp_ep_lock(ep);
         for (tlsp_msg *m = ep->unexp_head; m; m = m->next)
             if (matches(ctx, src, tag, m->ctx, m->src, m->tag)) {
                 *out_src = m->src;
                 *out_tag = m->tag;
                 *out_bytes = m->bytes;
                 ep->probing = 0;
-                pthread_mutex_unlock(&ep->lock);
+                tlsp_ep_unlock(ep);
                 return 1;
             }
         if (!blocking) {
-            pthread_mutex_unlock(&ep->lock);
+            tlsp_ep_unlock(ep);
             return 0;
         }
         /* Spin on the queue's counter first (a message is usually on its
          * way), then sleep until a sender sees the owner probing. */
         if (!spun) {
-            pthread_mutex_unlock(&ep->lock);
-            spun = !tlsp_spin_until_changed(&ep->queued, queued);
+            tlsp_ep_unlock(ep);
+            spun = !tlsp_spin_until_changed(&ep->queued, queued, &ep->coloc);
             continue;
         }
         uint32_t seen = atomic_load_explicit(&ep->arrivals, memory_order_acquire);
         ep->probing = 1;
-        pthread_mutex_unlock(&ep->lock);
+        tlsp_ep_unlock(ep);
         int park = tlsp_park();
         tl_rm_futex_wait((uint32_t *)&ep->arrivals, seen, UINT64_C(1000000000));
         tlsp_unpark(park);
+        tlsp_slept();
         spun = 0;
     }
 }

@@ -373,7 +373,7 @@ TLSP_EXPORT int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, 
         } else {
             d.rc = MPI_ERR_SPAWN;
         }
-        tlsp_req *reqs = calloc((size_t)n, sizeof *reqs);
+        tlsp_req *reqs = tlsp_req_array((size_t)n);
         if (!reqs)
             return tlsp_error(v, MPI_ERR_NO_MEM, "MPI_Comm_spawn: out of memory");
         for (int i = 0; i < n; i++)

@@ -38,9 +38,11 @@
  * No global variables: with the library every child is a thread of one
  * process and would share them.
  */
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -741,6 +743,86 @@ static int run_lender(const char *self, MPI_Comm parent)
     return 0;
 }
 
+/* Where a busy wait's partner runs (docs/spawn.md, "Waiting"): the start
+ * binds itself to one CPU and ping-pongs with a thread task bound to the
+ * same CPU, then with one bound to another.  The library must find the
+ * partner on the waiter's CPU in the first case (cpu_shared grows), and
+ * never in the second: a wait ended from another CPU is not shared. */
+#define SHARE_ROUNDS 2000
+
+static long shared_now(void)
+{
+    tl_spawn_stats s = {0};
+    if (tl_spawn_get_stats)
+        tl_spawn_get_stats(&s);
+    return s.cpu_shared;
+}
+
+static int share_rounds(const char *self, int cpu)
+{
+    char where[16];
+    snprintf(where, sizeof where, "%d", cpu);
+    char *args[] = {"sharer", where, NULL};
+    MPI_Comm kid;
+    if (MPI_Comm_spawn(self, args, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &kid, MPI_ERRCODES_IGNORE) != MPI_SUCCESS)
+        return -1;
+    int wrong = kind_of(kid) != TL_SPAWN_KIND_THREADS;
+    for (int i = 0; i < SHARE_ROUNDS; i++) {
+        int v = i, back = -1;
+        MPI_Send(&v, 1, MPI_INT, 0, 11, kid);
+        MPI_Recv(&back, 1, MPI_INT, 0, 12, kid, MPI_STATUS_IGNORE);
+        wrong += back != i + 1;
+    }
+    int on = -1;
+    MPI_Recv(&on, 1, MPI_INT, 0, 13, kid, MPI_STATUS_IGNORE);
+    MPI_Comm_disconnect(&kid);
+    return wrong || on != cpu ? -1 : 0;
+}
+
+static int run_share_start(const char *self)
+{
+    cpu_set_t all, one;
+    if (sched_getaffinity(0, sizeof all, &all) != 0 || CPU_COUNT(&all) < 2) {
+        printf("share: skipped: this process may use fewer than 2 CPUs\n");
+        return 77;
+    }
+    int here = sched_getcpu(), other = -1;
+    for (int c = 0; c < CPU_SETSIZE && other < 0; c++)
+        if (c != here && CPU_ISSET(c, &all))
+            other = c;
+    CPU_ZERO(&one);
+    CPU_SET(here, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return 1;
+    long before = shared_now();
+    int same = share_rounds(self, here);
+    long after_same = shared_now();
+    int apart = share_rounds(self, other);
+    long after_apart = shared_now();
+    printf("share: %d round trips on CPU %d: %s; on CPUs %d and %d: %s\n", SHARE_ROUNDS, here,
+           after_same > before ? "partner found on the waiter's CPU" : "partner NOT found on the waiter's CPU", here,
+           other, after_apart == after_same ? "never on the waiter's CPU" : "WRONGLY found on the waiter's CPU");
+    return same == 0 && apart == 0 && after_same > before && after_apart == after_same ? 0 : 1;
+}
+
+static int run_sharer(MPI_Comm parent, int cpu)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    sched_setaffinity(0, sizeof one, &one);
+    for (int i = 0; i < SHARE_ROUNDS; i++) {
+        int v = -1;
+        MPI_Recv(&v, 1, MPI_INT, 0, 11, parent, MPI_STATUS_IGNORE);
+        v++;
+        MPI_Send(&v, 1, MPI_INT, 0, 12, parent);
+    }
+    int on = sched_getcpu();
+    MPI_Send(&on, 1, MPI_INT, 0, 13, parent);
+    MPI_Comm_disconnect(&parent);
+    return 0;
+}
+
 /* A child that is slow to start MPI: its parent's MPI_Comm_spawn waits on
  * it, past a short THREADLAB_SPAWN_TIMEOUT (the hang test). */
 static int run_slow(void)
@@ -773,11 +855,13 @@ int main(int argc, char **argv)
             rc = run_park_start(argv[0]);
         else if (strcmp(role, "lend") == 0)
             rc = run_lend_start(argv[0]);
+        else if (strcmp(role, "share") == 0)
+            rc = run_share_start(argv[0]);
         else if (strcmp(role, "hang") == 0) {
             spawn_self(argv[0], "slow", 1);
             rc = 1; /* not reached: the watchdog ends the process */
         } else {
-            fprintf(stderr, "usage: %s [start|exit|refuse|decide|park|lend|hang]\n", argv[0]);
+            fprintf(stderr, "usage: %s [start|exit|refuse|decide|park|lend|share|hang]\n", argv[0]);
             rc = 2;
         }
     } else if (strcmp(role, "child") == 0) {
@@ -792,6 +876,8 @@ int main(int argc, char **argv)
         rc = run_refuser(parent);
     } else if (strcmp(role, "lender") == 0) {
         rc = run_lender(argv[0], parent);
+    } else if (strcmp(role, "sharer") == 0 && argc > 2) {
+        rc = run_sharer(parent, atoi(argv[2]));
     } else if (strcmp(role, "waiter") == 0) {
         rc = run_waiter(parent);
     } else if (strcmp(role, "hello") == 0) {

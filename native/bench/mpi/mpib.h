@@ -24,10 +24,11 @@
 
 /* A benchmark of the suite: its model, suite, placements and one placed
  * thread per rank (the slots of the rank's other threads are planned by
- * the benchmark) are the suite's, stated here once. */
+ * the benchmark) are the suite's, stated here once.  Ranks are bound by
+ * mpib_join, after MPI_Init. */
 #define MPIB_BENCH(NAME, SUMMARY, QUANTITY, PARAMS, RUN)                                               \
     {.name = NAME, .model = MPIB_MODEL, .suite = MPIB_SUITE, .summary = SUMMARY, .quantity = QUANTITY, \
-     .threads = 1, .placements = MPIB_PLACES, .params = PARAMS, .run = RUN}
+     .threads = 1, .placements = MPIB_PLACES, .binds_itself = 1, .params = PARAMS, .run = RUN}
 
 extern const tl_bench mpib_barrier[];  /* barrier.c   the hybrid barrier of seed 002 */
 extern const tl_bench mpib_pingpong[]; /* pingpong.c  latency and bandwidth, size sweep */

@@ -22,6 +22,7 @@
 #include "spawn_bench.h"
 
 #pragma weak tl_spawn_comm_kind
+#pragma weak tl_spawn_get_stats
 
 MPI_Comm tlsb_spawn(tl_ctx *ctx, const char *role, int n, int cpu)
 {
@@ -166,8 +167,20 @@ int tlsb_pingpong(tl_ctx *ctx, MPI_Comm partner, int bytes, tlsb_partner *who)
     }
     time_pingpong(&s, TLSB_FIRST_CONTACT);
     uint64_t untimed = s.rounds;
+    /* How the library's waits ended while measuring (thread partners:
+     * both sides are this process's): asleep, or with the partner found
+     * on the waiter's CPU (docs/spawn.md, "Waiting"). */
+    tl_spawn_stats before = {0}, after = {0};
+    int threads = tl_spawn_get_stats && tl_spawn_comm_kind && tl_spawn_comm_kind(partner) == TL_SPAWN_KIND_THREADS;
+    if (threads)
+        tl_spawn_get_stats(&before);
     tl_measure_spec spec = {.actions_per_iteration = 2, .metric = "time"};
     int rc = tl_measure(ctx, time_pingpong, &s, &spec);
+    if (threads) {
+        tl_spawn_get_stats(&after);
+        tl_extra_num(ctx, "waits_slept", (double)(after.waits_slept - before.waits_slept));
+        tl_extra_num(ctx, "cpu_shared", (double)(after.cpu_shared - before.cpu_shared));
+    }
     long long stop = 0, tally[2] = {0, 0};
     MPI_Send(&stop, 1, MPI_LONG_LONG, 0, TLSB_TAG_CTRL, partner);
     MPI_Recv(tally, 2, MPI_LONG_LONG, 0, TLSB_TAG_CTRL, partner, MPI_STATUS_IGNORE);

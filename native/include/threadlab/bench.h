@@ -68,6 +68,11 @@ typedef struct {
     unsigned threads;         /* placed threads (slots); 0 = placement not applicable */
     unsigned placements;      /* TL_PLACE_BIT mask this benchmark accepts */
     unsigned default_placements; /* mask of the default sweep (0 = all accepted) */
+    /* 1 = run() binds its threads itself, once its set-up is done; the
+     * framework only plans the slots.  An MPI program must not be bound
+     * before MPI_Init: what it reads of its CPUs there (the MPI, a library
+     * such as libthreadlab-spawn) would be slot 0's one CPU. */
+    unsigned binds_itself;
     const tl_param_def *params;  /* terminated by an entry with name == NULL */
     /* 0 = done.  Nonzero = failed: the pending record becomes a failed
      * one unless run() already emitted a failed record.  The program exits

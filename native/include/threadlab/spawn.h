@@ -26,11 +26,11 @@
  *                                spawn, MPI_Init, MPI_Finalize, disconnect);
  *                                past it the process ends with status
  *                                TL_SPAWN_EXIT_HANG and says why.
- *   THREADLAB_SPAWN_SPIN         busy-wait iterations before a waiting
- *                                thread sleeps (default 100000, a few
- *                                milliseconds; every 32nd yields the CPU;
- *                                0 = sleep at once).  No spinning while
- *                                thread tasks fill the CPUs.
+ *   THREADLAB_SPAWN_SPIN         busy-wait steps before a waiting thread
+ *                                sleeps (default 100000, a few
+ *                                milliseconds; 0 = sleep at once).  No
+ *                                spinning while thread tasks fill the
+ *                                CPUs (docs/spawn.md, "Waiting").
  *   THREADLAB_SPAWN_EAGER        bytes (default 4096): a message up to this
  *                                size is copied at once when no receive
  *                                waits for it; a larger one waits for its
@@ -88,6 +88,9 @@ typedef struct {
     int in_task;          /* the calling thread is a thread task */
     long parked;          /* thread tasks asleep in the library's waits now */
     int limit_counts;     /* TL_SPAWN_COUNTS_*: what the limit counts */
+    long waits_slept;     /* waits in the library (for a message, a request) that slept */
+    long cpu_shared;      /* busy waits ended by a thread that ran on the waiter's own CPU
+                             (docs/spawn.md, "Waiting") */
 } tl_spawn_stats;
 
 /* Fills *out; returns 0. */

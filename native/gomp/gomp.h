@@ -300,12 +300,17 @@ struct tlg_team {
 
 /* The calling OpenMP thread's state: a team member, or the initial
  * thread of its contention group (never NULL). Inline: every task
- * creation and omp_get_thread_num() asks; a team member is a ULT's local
- * pointer, anything else tlg_self_slow. */
+ * creation and omp_get_thread_num() asks. In identity mode every OpenMP
+ * thread has TLS of its own wherever it runs (its identity, or the
+ * initial thread's), so its state is one TLS word (tlg_tls_cur: one
+ * fs-relative load, where the ULT's local pointer took a call and three
+ * dependent loads); in vp mode a VP's TLS is shared by the OpenMP threads
+ * it runs, so a team member is its ULT's local pointer. */
+extern __thread tlg_thread *tlg_tls_cur __attribute__((tls_model("initial-exec")));
 tlg_thread *tlg_self_slow(void);
 static inline tlg_thread *tlg_self(void)
 {
-    tlg_thread *t = tl_ult_get_local();
+    tlg_thread *t = tlg_env_v.tls_mode == TLG_TLS_IDENTITY ? tlg_tls_cur : tl_ult_get_local();
     return TLG_LIKELY(t) ? t : tlg_self_slow();
 }
 static inline tlg_icv *tlg_icv_cur(void)

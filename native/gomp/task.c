@@ -874,10 +874,11 @@ static void run_inline(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)(voi
 }
 
 /* GOMP_task but its fast path. */
-__attribute__((noinline)) static void task_general(tlg_thread *thr, tlg_fn fn, void *data,
-                                                   void (*cpyfn)(void *, void *), long arg_size, long arg_align,
-                                                   bool if_clause, unsigned flags, void **depend, void *detach)
+__attribute__((noinline)) static void task_general(tlg_fn fn, void *data, void (*cpyfn)(void *, void *),
+                                                   long arg_size, long arg_align, bool if_clause, unsigned flags,
+                                                   void **depend, void *detach)
 {
+    tlg_thread *thr = tlg_self();
     if (arg_align < 1)
         arg_align = 1;
     if (must_run_now(thr, if_clause)) {
@@ -897,15 +898,24 @@ TLG_EXPORT void GOMP_task(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), 
                           bool if_clause, unsigned flags, void **depend, int priority, void *detach)
 {
     (void)priority;
-    tlg_thread *thr = tlg_self();
     /* the fast path: a task without copy function, dependences or detach
-     * run at once (past the cutoff), kept apart so that it costs a few
-     * loads and stores */
-    if (TLG_LIKELY(!cpyfn && !(flags & (TLG_TASK_DETACH | TLG_TASK_DEPEND)) && must_run_now(thr, if_clause))) {
-        run_inline(thr, fn, data, NULL, 1, flags);
-        return;
+     * run at once (undeferred, or past the cutoff with credit left), in
+     * identity mode: a TLS load, a few loads and stores, and a tail call
+     * with no call before it (so no registers to save: anything else,
+     * its first 16th task past the cutoff included, is task_general) */
+    tlg_thread *thr = tlg_env_v.tls_mode == TLG_TLS_IDENTITY ? tlg_tls_cur : NULL;
+    if (TLG_LIKELY(thr && !cpyfn && !(flags & (TLG_TASK_DETACH | TLG_TASK_DEPEND)))) {
+        if (!if_clause || !thr->team) {
+            run_inline(thr, fn, data, NULL, 1, flags);
+            return;
+        }
+        if (TLG_LIKELY(thr->inline_credit && thr->inline_depth < TLG_INLINE_DEPTH)) {
+            thr->inline_credit--;
+            run_inline(thr, fn, data, NULL, 1, flags);
+            return;
+        }
     }
-    task_general(thr, fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, detach);
+    task_general(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, detach);
 }
 
 TLG_EXPORT void GOMP_taskwait(void)

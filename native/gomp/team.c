@@ -51,10 +51,11 @@ static struct {
     _Atomic unsigned busy;    /* OpenMP threads of the initial group (thread-limit-var) */
 } rt = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = 1};
 
-/* The state of a kernel thread (or a TLS identity) outside any team, and
- * the current state of a non-ULT thread in a team (vp mode only). */
+/* The state of a kernel thread (or a TLS identity) outside any team; the
+ * current state of the OpenMP thread whose TLS this is (identity mode,
+ * see tlg_self), or of a non-ULT thread in a team (vp mode). */
 static __thread tlg_thread *tls_initial __attribute__((tls_model("initial-exec")));
-static __thread tlg_thread *tls_cur __attribute__((tls_model("initial-exec")));
+__thread tlg_thread *tlg_tls_cur __attribute__((tls_model("initial-exec")));
 
 static void init_implicit(tlg_thread *t, const tlg_icv *icv)
 {
@@ -81,16 +82,16 @@ tlg_thread *tlg_initial(void)
 
 tlg_thread *tlg_self_slow(void)
 {
-    tlg_thread *t = tls_cur;
+    tlg_thread *t = tlg_tls_cur;
     return t ? t : tlg_initial();
 }
 
 static void set_current(tlg_thread *t)
 {
-    if (tl_ult_self())
+    if (tlg_env_v.tls_mode != TLG_TLS_IDENTITY && tl_ult_self())
         tl_ult_set_local(t);
     else
-        tls_cur = t;
+        tlg_tls_cur = t;
 }
 
 int tlg_ult_ready(void)
@@ -320,7 +321,7 @@ static void worker_end(tlg_thread *me, int for_master);
 static void *worker_main(void *p)
 {
     tlg_thread *me = p;
-    tl_ult_set_local(me);
+    set_current(me);
     tlg_team *team = me->team;
     team->fn(team->data);
     worker_end(me, 1);
@@ -514,7 +515,7 @@ TLG_EXPORT unsigned long threadlab_gomp_workdesc_regions(void)
 static void *claimed_part(void *p)
 {
     tlg_thread *m = p;
-    tl_ult_set_local(m);
+    set_current(m);
     m->team->fn(m->team->data);
     worker_end(m, 0);
     return NULL;
@@ -541,10 +542,10 @@ static void wd_part(unsigned id, unsigned nparts, void *p)
         return;
     }
     tl_ult_wear(m->identity);
-    tls_cur = m; /* in the worn TLS: this VP context is thread id now */
+    tlg_tls_cur = m; /* in the worn TLS: this VP context is thread id now */
     team->fn(team->data);
     worker_end(m, 0);
-    tls_cur = NULL;
+    tlg_tls_cur = NULL;
     tl_ult_wear(NULL);
 }
 

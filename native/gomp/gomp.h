@@ -183,7 +183,7 @@ struct tlg_dep_table;
 struct tlg_thread;
 
 typedef struct tlg_task {
-    /* written by its creator, read by the thread that runs it: one line */
+    /* line 1: written by its creator, read by the thread that runs it */
     tlg_fn fn;                /* a deferred task's body and arguments */
     void *data;
     struct tlg_task *parent;
@@ -194,33 +194,40 @@ typedef struct tlg_task {
     unsigned char final, implicit, deferred;
     unsigned char stack;      /* its descriptor is on its creator's stack (run_inline) */
     _Atomic int detach_left;  /* detach: the body and the event, each counts 1 */
-    /* written by the thread running it */
-    _Atomic long created;     /* children created (deferred ones: taskwait) */
-    tlg_icv icv;
-    size_t alloc;             /* bytes of its allocation (0: not freed here) */
+    /* line 2: what the thread that runs it and frees it reads and writes
+     * (a thief of a task without dependences and children touches line 1,
+     * this one and the arguments, no more) */
     struct tlg_thread *home;  /* the thread whose free list its memory returns to */
     struct tlg_task *next_free;
+    struct tlg_dep_table *deps; /* the table of its children's dependences */
+    struct tlg_task **succ;   /* tasks waiting for it (under the parent's table lock) */
     struct tlg_task *moved;   /* a stack descriptor promoted: its allocated copy */
     void *key;                /* who owns nest locks while it runs (NULL: itself) */
-    /* dependences: the table of its children's, and its own in its
-     * parent's table (addresses at dep_addr[0..ndeps), outs first) */
-    struct tlg_dep_table *deps;
+    _Atomic long created;     /* children created (deferred ones: taskwait), by the thread running it */
+    uint32_t alloc;           /* bytes of its allocation (0: not freed here) */
+    /* it has had a child: refs, finished and waiting (the line written by
+     * other threads, which its creator leaves alone) are set up, by the
+     * thread running it, when it creates its first child */
+    unsigned char kids;
+    /* line 3: its data environment and its own dependences (its parent's
+     * table: addresses at dep_addr[0..ndeps), outs first) */
+    tlg_icv icv;
     void **dep_addr;
-    struct tlg_task **succ;   /* tasks waiting for it (under the parent's table lock) */
     unsigned nsucc, succ_cap;
     int done;                 /* finished (under the parent's table lock) */
     /* written by other threads (its children as they finish, its
      * predecessors): a line of its own, so that creating children and
      * finishing them do not take each other's line */
-    /* references to its memory: 1 until it finishes, plus 1 per child
-     * still allocated (a child points to its parent until it is freed,
-     * so that a chain of parents can be walked); the memory of an
-     * explicit task goes when it drops to 0. Implicit tasks are not
-     * counted (they outlive their region's tasks) */
+    /* references to its memory, once it has had a child (kids): 1 until
+     * it finishes, plus 1 per child still allocated (a child points to
+     * its parent until it is freed, so that a chain of parents can be
+     * walked); the memory of an explicit task goes when it drops to 0 (at
+     * once when it finishes without having had a child). Implicit tasks
+     * are not counted (they outlive their region's tasks) */
     _Atomic long refs TLG_ALIGNED;
     _Atomic long finished;    /* deferred children finished (taskwait waits for created) */
     _Atomic int waiting;      /* in taskwait: its last child bumps the event */
-    _Atomic int npred;        /* predecessors not finished (+1 while registering) */
+    _Atomic int npred;        /* predecessors not finished (+1 while registering), with dependences only */
 } tlg_task;
 
 /* ---- threads and teams (team.c) ---------------------------------------- */
@@ -251,6 +258,7 @@ typedef struct tlg_thread {
     unsigned inline_depth;    /* tasks running now on its stack, nested (run now, not queued) */
     unsigned inline_credit;   /* tasks it may still run at once before it looks at its queue again */
     long pending_done;        /* tasks of its team it finished, not yet subtracted from task_pending */
+    long pending_credit;      /* added to task_pending ahead, for tasks it has not created yet */
     /* task memory of its own freed by other threads, pushed here (a
      * stack of next_free; it takes the whole list when its own is empty) */
     tlg_task *_Atomic remote_free TLG_ALIGNED;
@@ -280,10 +288,12 @@ struct tlg_team {
     /* waiters of anything task-related or the barrier park on it */
     _Atomic uint32_t event TLG_ALIGNED;
     _Atomic uint32_t nparked;
-    /* explicit tasks not finished: a creator adds 1 at once, a thread
-     * that finishes tasks of its own team subtracts them in batches
-     * (tlg_task_flush), before it waits and at barriers, so the count
-     * never reaches 0 early and is exact whenever every thread waits */
+    /* explicit tasks not finished: a creator adds them TLG_PENDING_BATCH
+     * at a time ahead (pending_credit), a thread that finishes tasks of
+     * its own team subtracts them in batches; both settle (tlg_task_flush)
+     * before a thread waits and at barriers, so the count never reaches 0
+     * early and is exact whenever every thread waits. Neither the creator
+     * nor the thread running its tasks writes the line per task */
     _Atomic long task_pending TLG_ALIGNED;
     _Atomic uint32_t orphan_lock; /* tasks made ready by threads of no team */
     tlg_task *_Atomic orphans; /* written under orphan_lock */
@@ -413,8 +423,18 @@ int tlg_task_queued(tlg_team *team);
 void tlg_task_flush_some(tlg_thread *thr);
 static inline void tlg_task_flush(tlg_thread *thr)
 {
-    if (thr->pending_done)
+    if (thr->pending_done | thr->pending_credit)
         tlg_task_flush_some(thr);
+}
+/* Whether no task of the team is pending, settling the caller's counts
+ * only when that may be so (a thread that runs tasks in a loop would
+ * otherwise write the count's line per task). */
+static inline int tlg_tasks_done(tlg_thread *thr, tlg_team *team)
+{
+    if (atomic_load_explicit(&team->task_pending, ACQ) - thr->pending_done - thr->pending_credit > 0)
+        return 0;
+    tlg_task_flush(thr);
+    return atomic_load_explicit(&team->task_pending, ACQ) <= 0;
 }
 /* An implicit task ends (its region's tasks are all done). */
 void tlg_task_implicit_end(tlg_task *t);

@@ -94,8 +94,16 @@ static tlg_task *task_alloc(tlg_thread *thr, size_t size)
     } else {
         t = tlg_aligned_alloc(TLG_LINE, size);
     }
-    memset(t, 0, sizeof *t);
-    t->alloc = size;
+    /* the first three lines only (the caller sets the rest of line 1):
+     * the fourth, written by other threads, is set up by whoever needs it
+     * (the thread running the task at its first child; dependences), so
+     * that the creator does not take it from the thread that last freed
+     * this memory */
+    memset(&t->home, 0, offsetof(tlg_task, refs) - offsetof(tlg_task, home));
+    t->ndeps = t->nout = 0;
+    t->implicit = t->stack = 0;
+    atomic_init(&t->detach_left, 0);
+    t->alloc = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
     t->home = thr;
     return t;
 }
@@ -128,10 +136,12 @@ static void task_free(tlg_thread *thr, tlg_task *t)
 static void deps_free(struct tlg_dep_table *d);
 
 /* Drops a reference to t's memory; the last one frees it, then drops
- * its reference to its parent (implicit tasks are not counted). */
+ * its reference to its parent (implicit tasks are not counted). A task
+ * that never had a child has only its own (kids: the thread that ran it
+ * drops it, or the one it synchronised with through detach_left). */
 static void task_unref(tlg_thread *thr, tlg_task *t)
 {
-    while (t && !t->implicit && atomic_fetch_sub_explicit(&t->refs, 1, ACQREL) == 1) {
+    while (t && !t->implicit && (!t->kids || atomic_fetch_sub_explicit(&t->refs, 1, ACQREL) == 1)) {
         tlg_task *parent = t->parent;
         free(t->succ);
         if (t->deps)
@@ -474,8 +484,9 @@ int tlg_task_queued(tlg_team *team)
 
 void tlg_task_flush_some(tlg_thread *thr)
 {
-    long n = thr->pending_done;
+    long n = thr->pending_done + thr->pending_credit;
     thr->pending_done = 0;
+    thr->pending_credit = 0;
     tlg_team *team = thr->team;
     if (atomic_fetch_sub_explicit(&team->task_pending, n, ACQREL) == n)
         tlg_team_event(team, 1);
@@ -633,6 +644,23 @@ static void wait_for_deps(tlg_thread *thr, void **depend)
         free(addr);
 }
 
+/* The thread running parent is about to create a child that points to
+ * it: its first child sets up what its children write (its line of its
+ * own, which its creator left alone), before any child can see it. */
+static void child_ref(tlg_task *parent)
+{
+    if (parent->implicit)
+        return;
+    if (parent->kids) {
+        atomic_fetch_add_explicit(&parent->refs, 1, RLX);
+        return;
+    }
+    parent->kids = 1;
+    atomic_store_explicit(&parent->refs, 2, RLX); /* itself and the child */
+    atomic_store_explicit(&parent->finished, 0, RLX);
+    atomic_store_explicit(&parent->waiting, 0, RLX);
+}
+
 /* A descriptor on its creator's stack (run_inline) is about to be
  * pointed to by memory that may outlive its frame (a child's parent): it
  * moves to allocated memory, with its stack ancestors first, and the
@@ -647,6 +675,13 @@ static tlg_task *task_promote(tlg_thread *thr, tlg_task *s)
     /* what a task running on the stack may have changed (run_inline
      * initialises nothing else) */
     tlg_task *h = task_alloc(thr, sizeof *h);
+    h->deferred = 0;
+    /* it is about to have a child: its references are set up now */
+    h->kids = 1;
+    atomic_init(&h->refs, 1);
+    atomic_init(&h->finished, atomic_load_explicit(&s->finished, RLX));
+    atomic_init(&h->waiting, 0);
+    atomic_init(&h->created, atomic_load_explicit(&s->created, RLX));
     h->parent = parent;
     h->thr = thr;
     h->team = s->team;
@@ -654,9 +689,7 @@ static tlg_task *task_promote(tlg_thread *thr, tlg_task *s)
     h->final = s->final;
     h->icv = s->icv;
     h->key = s->key ? s->key : s; /* its nest locks stay its own */
-    atomic_init(&h->refs, 1);
-    if (!parent->implicit)
-        atomic_fetch_add_explicit(&parent->refs, 1, RLX);
+    child_ref(parent);
     s->moved = h;
     if (thr->task == s)
         thr->task = h;
@@ -670,11 +703,10 @@ static void task_init_common(tlg_task *t, tlg_thread *thr, tlg_task *parent, uns
     t->thr = thr;
     t->team = thr->team;
     t->taskgroup = parent->taskgroup;
-    atomic_init(&t->refs, 1);
     t->icv = parent->icv;
     t->final = parent->final || (flags & TLG_TASK_FINAL);
-    if (!parent->implicit)
-        atomic_fetch_add_explicit(&parent->refs, 1, RLX); /* parent stays while t exists */
+    t->deferred = 0;
+    child_ref(parent); /* parent stays while t exists */
 }
 
 /* The range of a taskloop task, written into its arguments. */
@@ -758,7 +790,8 @@ static tlg_task *make_deferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cp
         t->ndeps = nd;
         t->nout = nout;
     }
-    atomic_init(&t->npred, 1);
+    if (nd)
+        atomic_init(&t->npred, 1);
     if (flags & TLG_TASK_DETACH) {
         atomic_init(&t->detach_left, 2);
         *(void **)detach = t;
@@ -773,6 +806,9 @@ static tlg_task *make_deferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cp
     return t;
 }
 
+/* Tasks a creator counts in task_pending at a time (pending_credit). */
+#define TLG_PENDING_BATCH 16
+
 /* Counts a deferred task in and queues it once its predecessors are done. */
 static void submit(tlg_thread *thr, tlg_task *t)
 {
@@ -781,12 +817,16 @@ static void submit(tlg_thread *thr, tlg_task *t)
     atomic_store_explicit(&parent->created, atomic_load_explicit(&parent->created, RLX) + 1, RLX);
     if (t->taskgroup)
         atomic_fetch_add_explicit(&t->taskgroup->pending, 1, RLX);
-    atomic_fetch_add_explicit(&t->team->task_pending, 1, ACQREL);
+    if (!thr->pending_credit) {
+        atomic_fetch_add_explicit(&t->team->task_pending, TLG_PENDING_BATCH, ACQREL);
+        thr->pending_credit = TLG_PENDING_BATCH;
+    }
+    thr->pending_credit--;
     if (!atomic_load_explicit(&t->team->tasks_seen, RLX))
         atomic_store_explicit(&t->team->tasks_seen, 1, RLX);
-    if (t->ndeps)
-        deps_register(parent, t, 1);
-    if (atomic_fetch_sub_explicit(&t->npred, 1, ACQREL) == 1)
+    if (!t->ndeps)
+        queue_task(thr, t);
+    else if (deps_register(parent, t, 1), atomic_fetch_sub_explicit(&t->npred, 1, ACQREL) == 1)
         queue_task(thr, t);
 }
 
@@ -923,7 +963,8 @@ TLG_EXPORT void GOMP_taskwait(void)
     tlg_thread *thr = tlg_self();
     tlg_task *t = thr->task;
     long created = atomic_load_explicit(&t->created, RLX);
-    if (atomic_load_explicit(&t->finished, ACQ) == created)
+    /* no deferred child: finished is not even set up (kids) */
+    if (!created || atomic_load_explicit(&t->finished, ACQ) == created)
         return;
     atomic_store_explicit(&t->waiting, 1, SEQ);
     wait_count(thr, &t->finished, created);

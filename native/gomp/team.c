@@ -371,6 +371,7 @@ static void region_start(struct region *r)
         m->team_num = thr->team_num;
         m->num_teams = thr->num_teams;
         m->inline_credit = 0;
+        m->pending_credit = 0;
         init_implicit(m, &team->icv);
         m->implicit.taskgroup = team->par_taskgroup;
         m->ws_seq = r->ws0 ? 1 : 0;
@@ -430,9 +431,8 @@ static void worker_end(tlg_thread *me, int for_master)
     tlg_team *team = me->team;
     uint64_t spun = 0;
     for (;;) {
-        tlg_task_flush(me);
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);
-        if (atomic_load_explicit(&team->task_pending, ACQ) <= 0 &&
+        if (tlg_tasks_done(me, team) &&
             (!for_master || !atomic_load_explicit(&team->tasks_seen, SEQ) ||
              atomic_load_explicit(&team->master_ending, SEQ)))
             break;
@@ -455,9 +455,8 @@ static void region_end(struct region *r)
     if (atomic_load_explicit(&team->tasks_seen, SEQ))
         tlg_team_event(team, 1);
     for (;;) {
-        tlg_task_flush(me);
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);
-        if (atomic_load_explicit(&team->task_pending, ACQ) > 0) {
+        if (!tlg_tasks_done(me, team)) {
             tlg_wait_step(me, ev, &spun, NULL);
             continue;
         }
@@ -528,6 +527,9 @@ static void wd_part(unsigned id, unsigned nparts, void *p)
     tlg_thread *m = member(team, id);
     if (id == 0) {
         team->fn(team->data); /* the master's own part */
+        /* the parts still running wait for no task pending: its counts
+         * settle before it waits for them */
+        tlg_task_flush(m);
         return;
     }
     if (tl_ult_self()) {

@@ -252,6 +252,7 @@ typedef struct tlg_thread {
     struct tlg_thread *prev;  /* the master's state outside this team */
     tl_ult_t ult;
     tl_ult_identity *identity;
+    tl_ult_identity *top_identity; /* identity k of the top level, once looked up (kept with the cached team) */
     tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
     tlg_task *free_tasks;     /* recycled task memory */
     unsigned nfree_tasks;
@@ -304,6 +305,7 @@ struct tlg_team {
     uintptr_t *reductions;    /* GOMP_parallel_reductions */
     tlg_taskgroup *par_taskgroup;
     size_t cap;               /* threads this allocation holds */
+    int ws_clean;             /* the work-share ring is as tlg_ws_reset left it (no construct used it since) */
     tlg_ws ws[TLG_WS_RING];
     tlg_thread *threads[];    /* [nthreads] */
 };

@@ -203,6 +203,15 @@ static tl_ult_identity *top_identity(unsigned k)
     return id;
 }
 
+/* Identity k of the top level for a member of a cached team: looked up
+ * (under the lock) once per member, not per region. */
+static tl_ult_identity *cached_top_identity(tlg_thread *m, unsigned k)
+{
+    if (!m->top_identity)
+        m->top_identity = top_identity(k);
+    return m->top_identity;
+}
+
 static tl_ult_identity *pool_get(void)
 {
     pthread_mutex_lock(&rt.lock);
@@ -358,7 +367,9 @@ static void region_start(struct region *r)
     atomic_store_explicit(&team->ws_cancelled, 0, RLX);
     team->reductions = r->reductions;
     team->par_taskgroup = r->reductions ? tlg_parallel_reductions_register(r->reductions, n) : NULL;
-    tlg_ws_reset(team);
+    if (!team->ws_clean)
+        tlg_ws_reset(team);
+    team->ws_clean = 0;
     if (r->ws0)
         r->ws0(team, r->ws0_arg);
     for (unsigned k = 0; k < n; k++) {
@@ -386,7 +397,7 @@ static void region_start(struct region *r)
     set_current(member(team, 0));
     if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY)
         for (unsigned k = 1; k < n; k++)
-            member(team, k)->identity = team->level == 1 ? top_identity(k) : pool_get();
+            member(team, k)->identity = team->level == 1 ? cached_top_identity(member(team, k), k) : pool_get();
 }
 
 /* Thread k of the team as a ULT: first placed on VP (master's + k) mod
@@ -465,8 +476,14 @@ static void region_end(struct region *r)
             break;
         tlg_wait_word(&team->finished, f);
     }
-    for (unsigned k = 0; k < n; k++)
+    /* no work share used (its threads' counts of constructs did not
+     * move): the next region skips resetting the ring */
+    int clean = !r->ws0;
+    for (unsigned k = 0; k < n; k++) {
         tlg_task_implicit_end(&member(team, k)->implicit);
+        clean &= member(team, k)->ws_seq == 0;
+    }
+    team->ws_clean = clean;
     if (team->level > 1)
         for (unsigned k = 1; k < n; k++)
             if (member(team, k)->identity)

@@ -251,6 +251,10 @@ typedef struct tlg_thread {
     int ord_held;             /* it has a ticket it has not passed on */
     struct tlg_thread *prev;  /* the master's state outside this team */
     tl_ult_t ult;
+    /* a worker at the region's end (worker_end): TLG_END_LEAVING while it
+     * leaves before the region's first task, which tlg_recall_workers
+     * turns into TLG_END_RECALLED to run tasks in its place */
+    _Atomic int end_state;
     tl_ult_identity *identity;
     tl_ult_identity *top_identity; /* identity k of the top level, once looked up (kept with the cached team) */
     tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
@@ -342,6 +346,13 @@ int tlg_parallel_workdesc(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(
 /* GOMP 1.0's split region: the caller runs the master's part between. */
 void tlg_parallel_start(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(tlg_team *, void *), void *ws0_arg);
 void tlg_parallel_end(void);
+/* The region's first task is being queued (tasks_seen was just set):
+ * every worker that has already left its end (before any task existed)
+ * is brought back, as a new ULT of the same thread, to help run the
+ * region's tasks until its master ends it. */
+void tlg_recall_workers(tlg_team *team);
+enum { TLG_END_RUNNING = 0, TLG_END_LEAVING = 1, TLG_END_RECALLED = 2 };
+
 /* The team size for a parallel construct (num_threads clause or 0, the
  * count of sections or 0). */
 unsigned tlg_resolve_threads(unsigned specified, unsigned count);

@@ -822,8 +822,12 @@ static void submit(tlg_thread *thr, tlg_task *t)
         thr->pending_credit = TLG_PENDING_BATCH;
     }
     thr->pending_credit--;
-    if (!atomic_load_explicit(&t->team->tasks_seen, RLX))
-        atomic_store_explicit(&t->team->tasks_seen, 1, RLX);
+    if (!atomic_load_explicit(&t->team->tasks_seen, RLX)) {
+        /* the Dekker pair with worker_end: set, then look for workers
+         * that left before it */
+        atomic_store_explicit(&t->team->tasks_seen, 1, SEQ);
+        tlg_recall_workers(t->team);
+    }
     if (!t->ndeps)
         queue_task(thr, t);
     else if (deps_register(parent, t, 1), atomic_fetch_sub_explicit(&t->npred, 1, ACQREL) == 1)

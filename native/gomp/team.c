@@ -383,6 +383,7 @@ static void region_start(struct region *r)
         m->num_teams = thr->num_teams;
         m->inline_credit = 0;
         m->pending_credit = 0;
+        atomic_store_explicit(&m->end_state, TLG_END_RUNNING, RLX);
         init_implicit(m, &team->icv);
         m->implicit.taskgroup = team->par_taskgroup;
         m->ws_seq = r->ws0 ? 1 : 0;
@@ -403,7 +404,7 @@ static void region_start(struct region *r)
 /* Thread k of the team as a ULT: first placed on VP (master's + k) mod
  * active, free to migrate, wearing its identity; in vp mode bound to one
  * VP, whose TLS it then sees. */
-static void spawn(tlg_team *team, unsigned k, int bind)
+static void spawn(tlg_team *team, unsigned k, int bind, void *(*entry)(void *))
 {
     tlg_thread *m = member(team, k);
     int vp = tl_ult_vp_id();
@@ -419,7 +420,7 @@ static void spawn(tlg_team *team, unsigned k, int bind)
         a.vp = (int)(team->level == 1 ? k % rt.nvps : (base + k) % rt.nvps);
         a.bound = bind;
     }
-    int err = tl_ult_create(&m->ult, &a, worker_main, m);
+    int err = tl_ult_create(&m->ult, &a, entry, m);
     if (err)
         tlg_fatal("cannot create OpenMP thread %u of a team of %u: %s", k, team->nthreads, strerror(err));
 }
@@ -427,7 +428,7 @@ static void spawn(tlg_team *team, unsigned k, int bind)
 static void spawn_workers(tlg_team *team)
 {
     for (unsigned k = 1; k < team->nthreads; k++)
-        spawn(team, k, 1);
+        spawn(team, k, 1, worker_main);
 }
 
 /* The final barrier, worker side: help with tasks while any is pending,
@@ -443,15 +444,52 @@ static void worker_end(tlg_thread *me, int for_master)
     uint64_t spun = 0;
     for (;;) {
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);
-        if (tlg_tasks_done(me, team) &&
-            (!for_master || !atomic_load_explicit(&team->tasks_seen, SEQ) ||
-             atomic_load_explicit(&team->master_ending, SEQ)))
-            break;
+        if (tlg_tasks_done(me, team)) {
+            if (!for_master || atomic_load_explicit(&team->master_ending, SEQ))
+                break;
+            if (!atomic_load_explicit(&team->tasks_seen, SEQ)) {
+                /* no task yet: it leaves, unless the first one comes now
+                 * (the Dekker pair with submit: say so, then look); a
+                 * creator that finds it leaving recalls it
+                 * (tlg_recall_workers: a new ULT takes its place) */
+                atomic_store_explicit(&me->end_state, TLG_END_LEAVING, SEQ);
+                if (!atomic_load_explicit(&team->tasks_seen, SEQ))
+                    break;
+                int s = TLG_END_LEAVING;
+                if (!atomic_compare_exchange_strong_explicit(&me->end_state, &s, TLG_END_RUNNING, SEQ, RLX))
+                    break; /* recalled already */
+                continue;
+            }
+        }
         tlg_wait_step(me, ev, &spun, NULL);
     }
     uint32_t n = team->nthreads;
     if (atomic_fetch_add_explicit(&team->finished, 1, ACQREL) + 1 == n - 1)
         tl_ult_wake(&team->finished, 1);
+}
+
+static void *recalled_main(void *p)
+{
+    tlg_thread *me = p;
+    set_current(me);
+    worker_end(me, 1);
+    return NULL;
+}
+
+void tlg_recall_workers(tlg_team *team)
+{
+    for (unsigned k = 1; k < team->nthreads; k++) {
+        tlg_thread *m = team->threads[k];
+        int s = TLG_END_LEAVING;
+        if (atomic_load_explicit(&m->end_state, SEQ) != TLG_END_LEAVING ||
+            !atomic_compare_exchange_strong_explicit(&m->end_state, &s, TLG_END_RECALLED, SEQ, RLX))
+            continue;
+        /* it counts itself finished as it leaves (perhaps not yet): its
+         * new ULT counts itself again when the region ends */
+        atomic_fetch_sub_explicit(&team->finished, 1, RLX);
+        atomic_store_explicit(&m->end_state, TLG_END_RUNNING, RLX);
+        spawn(team, k, 1, recalled_main);
+    }
 }
 
 static void region_end(struct region *r)

@@ -362,6 +362,7 @@ static void region_start(struct region *r)
     atomic_store_explicit(&team->tasks_seen, 0, RLX);
     atomic_store_explicit(&team->master_ending, 0, RLX);
     atomic_store_explicit(&team->finished, 0, RLX);
+    atomic_store_explicit(&team->end_parked, 0, RLX);
     atomic_store_explicit(&team->single_count, 0, RLX);
     atomic_store_explicit(&team->cancelled, 0, RLX);
     atomic_store_explicit(&team->ws_cancelled, 0, RLX);
@@ -463,8 +464,11 @@ static void worker_end(tlg_thread *me, int for_master)
         }
         tlg_wait_step(me, ev, &spun, NULL);
     }
+    /* the Dekker pair with region_end: count, then look whether the
+     * master waits (the wake takes a lock the master's VP used last) */
     uint32_t n = team->nthreads;
-    if (atomic_fetch_add_explicit(&team->finished, 1, ACQREL) + 1 == n - 1)
+    if (atomic_fetch_add_explicit(&team->finished, 1, SEQ) + 1 == n - 1 &&
+        atomic_load_explicit(&team->end_parked, SEQ))
         tl_ult_wake(&team->finished, 1);
 }
 
@@ -512,7 +516,10 @@ static void region_end(struct region *r)
         uint32_t f = atomic_load_explicit(&team->finished, ACQ);
         if (f == n - 1)
             break;
-        tlg_wait_word(&team->finished, f);
+        atomic_store_explicit(&team->end_parked, 1, SEQ);
+        if (atomic_load_explicit(&team->finished, SEQ) == f)
+            tlg_wait_word(&team->finished, f);
+        atomic_store_explicit(&team->end_parked, 0, RLX);
     }
     /* no work share used (its threads' counts of constructs did not
      * move): the next region skips resetting the ring */

@@ -30,16 +30,19 @@
  * its successor cannot run a thread's stack out.
  *
  * Counting. team->task_pending counts tasks not finished (a barrier
- * completes them all): their creator adds each at once, a thread that
- * finishes tasks of its team subtracts them before it waits
- * (tlg_task_flush). Waiters look at the deques for queued tasks. A task
- * counts its deferred children created (its own thread) and finished
- * (the finishers, on a line of their own): taskwait waits until they
- * match. Its refs count who still points to its memory (itself until it
- * finishes, and each allocated child: a task's chain of parents can be
- * walked while it exists; implicit tasks are not counted); a taskgroup's
- * pending its unfinished tasks. Undeferred tasks that are allocated stay
- * allocated while their children may point to them.
+ * completes them all): their creator adds them TLG_PENDING_BATCH at a
+ * time ahead, a thread that finishes tasks of its team subtracts them
+ * later; both settle before the thread waits (tlg_task_flush). Waiters
+ * look at the deques for queued tasks. A task counts its deferred
+ * children created (its own thread) and finished (the finishers, on a
+ * line of their own): taskwait waits until they match. Its refs count who
+ * still points to its memory (itself until it finishes, and each
+ * allocated child: a task's chain of parents can be walked while it
+ * exists; implicit tasks are not counted; set up by the thread running
+ * the task at its first child, so that its creator does not write that
+ * line); a taskgroup's pending its unfinished tasks. Undeferred tasks
+ * that are allocated stay allocated while their children may point to
+ * them.
  *
  * Scheduling constraint. A task waiting in taskwait or at a taskgroup's
  * end runs only its own descendants (OpenMP's rule for tied tasks: the

@@ -26,7 +26,9 @@
  * Teams. A team is one allocation (team, then its threads' states),
  * cached by the master for its next region. The region ends with a final
  * barrier that only the master waits in: a worker that arrives runs tasks
- * while any is pending, counts itself finished and exits.
+ * while any is pending, counts itself finished and exits (once the region
+ * has tasks, it stays until the master arrives; one that left before the
+ * first task is recalled by its creator: tlg_recall_workers).
  */
 #define _GNU_SOURCE
 #include "gomp.h"

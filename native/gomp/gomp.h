@@ -186,7 +186,7 @@ struct tlg_dep_table;
 struct tlg_thread;
 
 typedef struct tlg_task {
-    /* written by its creator, read by the thread that runs it: one line */
+    /* line 1: written by its creator, read by the thread that runs it */
     tlg_fn fn;                /* a deferred task's body and arguments */
     void *data;
     struct tlg_task *parent;
@@ -197,33 +197,40 @@ typedef struct tlg_task {
     unsigned char final, implicit, deferred;
     unsigned char stack;      /* its descriptor is on its creator's stack (run_inline) */
     _Atomic int detach_left;  /* detach: the body and the event, each counts 1 */
-    /* written by the thread running it */
-    _Atomic long created;     /* children created (deferred ones: taskwait) */
-    tlg_icv icv;
-    size_t alloc;             /* bytes of its allocation (0: not freed here) */
+    /* line 2: what the thread that runs it and frees it reads and writes
+     * (a thief of a task without dependences and children touches line 1,
+     * this one and the arguments, no more) */
     struct tlg_thread *home;  /* the thread whose free list its memory returns to */
     struct tlg_task *next_free;
+    struct tlg_dep_table *deps; /* the table of its children's dependences */
+    struct tlg_task **succ;   /* tasks waiting for it (under the parent's table lock) */
     struct tlg_task *moved;   /* a stack descriptor promoted: its allocated copy */
     void *key;                /* who owns nest locks while it runs (NULL: itself) */
-    /* dependences: the table of its children's, and its own in its
-     * parent's table (addresses at dep_addr[0..ndeps), outs first) */
-    struct tlg_dep_table *deps;
+    _Atomic long created;     /* children created (deferred ones: taskwait), by the thread running it */
+    uint32_t alloc;           /* bytes of its allocation (0: not freed here) */
+    /* it has had a child: refs, finished and waiting (the line written by
+     * other threads, which its creator leaves alone) are set up, by the
+     * thread running it, when it creates its first child */
+    unsigned char kids;
+    /* line 3: its data environment and its own dependences (its parent's
+     * table: addresses at dep_addr[0..ndeps), outs first) */
+    tlg_icv icv;
     void **dep_addr;
-    struct tlg_task **succ;   /* tasks waiting for it (under the parent's table lock) */
     unsigned nsucc, succ_cap;
     int done;                 /* finished (under the parent's table lock) */
     /* written by other threads (its children as they finish, its
      * predecessors): a line of its own, so that creating children and
      * finishing them do not take each other's line */
-    /* references to its memory: 1 until it finishes, plus 1 per child
-     * still allocated (a child points to its parent until it is freed,
-     * so that a chain of parents can be walked); the memory of an
-     * explicit task goes when it drops to 0. Implicit tasks are not
-     * counted (they outlive their region's tasks) */
+    /* references to its memory, once it has had a child (kids): 1 until
+     * it finishes, plus 1 per child still allocated (a child points to
+     * its parent until it is freed, so that a chain of parents can be
+     * walked); the memory of an explicit task goes when it drops to 0 (at
+     * once when it finishes without having had a child). Implicit tasks
+     * are not counted (they outlive their region's tasks) */
     _Atomic long refs TLG_ALIGNED;
     _Atomic long finished;    /* deferred children finished (taskwait waits for created) */
     _Atomic int waiting;      /* in taskwait: its last child bumps the event */
-    _Atomic int npred;        /* predecessors not finished (+1 while registering) */
+    _Atomic int npred;        /* predecessors not finished (+1 while registering), with dependences only */
 } tlg_task;
 
 /* ---- threads and teams (team.c) ---------------------------------------- */
@@ -247,13 +254,19 @@ typedef struct tlg_thread {
     int ord_held;             /* it has a ticket it has not passed on */
     struct tlg_thread *prev;  /* the master's state outside this team */
     tl_ult_t ult;
+    /* a worker at the region's end (worker_end): TLG_END_LEAVING while it
+     * leaves before the region's first task, which tlg_recall_workers
+     * turns into TLG_END_RECALLED to run tasks in its place */
+    _Atomic int end_state;
     tl_ult_identity *identity;
+    tl_ult_identity *top_identity; /* identity k of the top level, once looked up (kept with the cached team) */
     tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
     tlg_task *free_tasks;     /* recycled task memory */
     unsigned nfree_tasks;
     unsigned inline_depth;    /* tasks running now on its stack, nested (run now, not queued) */
     unsigned inline_credit;   /* tasks it may still run at once before it looks at its queue again */
     long pending_done;        /* tasks of its team it finished, not yet subtracted from task_pending */
+    long pending_credit;      /* added to task_pending ahead, for tasks it has not created yet */
     /* task memory of its own freed by other threads, pushed here (a
      * stack of next_free; it takes the whole list when its own is empty) */
     tlg_task *_Atomic remote_free TLG_ALIGNED;
@@ -283,32 +296,41 @@ struct tlg_team {
     /* waiters of anything task-related or the barrier park on it */
     _Atomic uint32_t event TLG_ALIGNED;
     _Atomic uint32_t nparked;
-    /* explicit tasks not finished: a creator adds 1 at once, a thread
-     * that finishes tasks of its own team subtracts them in batches
-     * (tlg_task_flush), before it waits and at barriers, so the count
-     * never reaches 0 early and is exact whenever every thread waits */
+    /* explicit tasks not finished: a creator adds them TLG_PENDING_BATCH
+     * at a time ahead (pending_credit), a thread that finishes tasks of
+     * its own team subtracts them in batches; both settle (tlg_task_flush)
+     * before a thread waits and at barriers, so the count never reaches 0
+     * early and is exact whenever every thread waits. Neither the creator
+     * nor the thread running its tasks writes the line per task */
     _Atomic long task_pending TLG_ALIGNED;
     _Atomic uint32_t orphan_lock; /* tasks made ready by threads of no team */
     tlg_task *_Atomic orphans; /* written under orphan_lock */
     _Atomic uint32_t finished TLG_ALIGNED; /* workers done with the region */
+    _Atomic uint32_t end_parked; /* the master parks (or spins) for finished: the last worker wakes it */
     _Atomic unsigned long single_count TLG_ALIGNED;
     _Atomic int cancelled;    /* cancel parallel */
     _Atomic int ws_cancelled; /* cancel for / sections */
     uintptr_t *reductions;    /* GOMP_parallel_reductions */
     tlg_taskgroup *par_taskgroup;
     size_t cap;               /* threads this allocation holds */
+    int ws_clean;             /* the work-share ring is as tlg_ws_reset left it (no construct used it since) */
     tlg_ws ws[TLG_WS_RING];
     tlg_thread *threads[];    /* [nthreads] */
 };
 
 /* The calling OpenMP thread's state: a team member, or the initial
  * thread of its contention group (never NULL). Inline: every task
- * creation and omp_get_thread_num() asks; a team member is a ULT's local
- * pointer, anything else tlg_self_slow. */
+ * creation and omp_get_thread_num() asks. In identity mode every OpenMP
+ * thread has TLS of its own wherever it runs (its identity, or the
+ * initial thread's), so its state is one TLS word (tlg_tls_cur: one
+ * fs-relative load, where the ULT's local pointer took a call and three
+ * dependent loads); in vp mode a VP's TLS is shared by the OpenMP threads
+ * it runs, so a team member is its ULT's local pointer. */
+extern __thread tlg_thread *tlg_tls_cur __attribute__((tls_model("initial-exec")));
 tlg_thread *tlg_self_slow(void);
 static inline tlg_thread *tlg_self(void)
 {
-    tlg_thread *t = tl_ult_get_local();
+    tlg_thread *t = tlg_env_v.tls_mode == TLG_TLS_IDENTITY ? tlg_tls_cur : tl_ult_get_local();
     return TLG_LIKELY(t) ? t : tlg_self_slow();
 }
 static inline tlg_icv *tlg_icv_cur(void)
@@ -328,6 +350,13 @@ int tlg_parallel_workdesc(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(
 /* GOMP 1.0's split region: the caller runs the master's part between. */
 void tlg_parallel_start(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(tlg_team *, void *), void *ws0_arg);
 void tlg_parallel_end(void);
+/* The region's first task is being queued (tasks_seen was just set):
+ * every worker that has already left its end (before any task existed)
+ * is brought back, as a new ULT of the same thread, to help run the
+ * region's tasks until its master ends it. */
+void tlg_recall_workers(tlg_team *team);
+enum { TLG_END_RUNNING = 0, TLG_END_LEAVING = 1, TLG_END_RECALLED = 2 };
+
 /* The team size for a parallel construct (num_threads clause or 0, the
  * count of sections or 0). */
 unsigned tlg_resolve_threads(unsigned specified, unsigned count);
@@ -411,8 +440,18 @@ int tlg_task_queued(tlg_team *team);
 void tlg_task_flush_some(tlg_thread *thr);
 static inline void tlg_task_flush(tlg_thread *thr)
 {
-    if (thr->pending_done)
+    if (thr->pending_done | thr->pending_credit)
         tlg_task_flush_some(thr);
+}
+/* Whether no task of the team is pending, settling the caller's counts
+ * only when that may be so (a thread that runs tasks in a loop would
+ * otherwise write the count's line per task). */
+static inline int tlg_tasks_done(tlg_thread *thr, tlg_team *team)
+{
+    if (atomic_load_explicit(&team->task_pending, ACQ) - thr->pending_done - thr->pending_credit > 0)
+        return 0;
+    tlg_task_flush(thr);
+    return atomic_load_explicit(&team->task_pending, ACQ) <= 0;
 }
 /* An implicit task ends (its region's tasks are all done). */
 void tlg_task_implicit_end(tlg_task *t);

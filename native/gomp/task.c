@@ -30,16 +30,19 @@
  * its successor cannot run a thread's stack out.
  *
  * Counting. team->task_pending counts tasks not finished (a barrier
- * completes them all): their creator adds each at once, a thread that
- * finishes tasks of its team subtracts them before it waits
- * (tlg_task_flush). Waiters look at the deques for queued tasks. A task
- * counts its deferred children created (its own thread) and finished
- * (the finishers, on a line of their own): taskwait waits until they
- * match. Its refs count who still points to its memory (itself until it
- * finishes, and each allocated child: a task's chain of parents can be
- * walked while it exists; implicit tasks are not counted); a taskgroup's
- * pending its unfinished tasks. Undeferred tasks that are allocated stay
- * allocated while their children may point to them.
+ * completes them all): their creator adds them TLG_PENDING_BATCH at a
+ * time ahead, a thread that finishes tasks of its team subtracts them
+ * later; both settle before the thread waits (tlg_task_flush). Waiters
+ * look at the deques for queued tasks. A task counts its deferred
+ * children created (its own thread) and finished (the finishers, on a
+ * line of their own): taskwait waits until they match. Its refs count who
+ * still points to its memory (itself until it finishes, and each
+ * allocated child: a task's chain of parents can be walked while it
+ * exists; implicit tasks are not counted; set up by the thread running
+ * the task at its first child, so that its creator does not write that
+ * line); a taskgroup's pending its unfinished tasks. Undeferred tasks
+ * that are allocated stay allocated while their children may point to
+ * them.
  *
  * Scheduling constraint. A task waiting in taskwait or at a taskgroup's
  * end runs only its own descendants (OpenMP's rule for tied tasks: the
@@ -94,8 +97,16 @@ static tlg_task *task_alloc(tlg_thread *thr, size_t size)
     } else {
         t = tlg_aligned_alloc(TLG_LINE, size);
     }
-    memset(t, 0, sizeof *t);
-    t->alloc = size;
+    /* the first three lines only (the caller sets the rest of line 1):
+     * the fourth, written by other threads, is set up by whoever needs it
+     * (the thread running the task at its first child; dependences), so
+     * that the creator does not take it from the thread that last freed
+     * this memory */
+    memset(&t->home, 0, offsetof(tlg_task, refs) - offsetof(tlg_task, home));
+    t->ndeps = t->nout = 0;
+    t->implicit = t->stack = 0;
+    atomic_init(&t->detach_left, 0);
+    t->alloc = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
     t->home = thr;
     return t;
 }
@@ -128,10 +139,12 @@ static void task_free(tlg_thread *thr, tlg_task *t)
 static void deps_free(struct tlg_dep_table *d);
 
 /* Drops a reference to t's memory; the last one frees it, then drops
- * its reference to its parent (implicit tasks are not counted). */
+ * its reference to its parent (implicit tasks are not counted). A task
+ * that never had a child has only its own (kids: the thread that ran it
+ * drops it, or the one it synchronised with through detach_left). */
 static void task_unref(tlg_thread *thr, tlg_task *t)
 {
-    while (t && !t->implicit && atomic_fetch_sub_explicit(&t->refs, 1, ACQREL) == 1) {
+    while (t && !t->implicit && (!t->kids || atomic_fetch_sub_explicit(&t->refs, 1, ACQREL) == 1)) {
         tlg_task *parent = t->parent;
         free(t->succ);
         if (t->deps)
@@ -474,8 +487,9 @@ int tlg_task_queued(tlg_team *team)
 
 void tlg_task_flush_some(tlg_thread *thr)
 {
-    long n = thr->pending_done;
+    long n = thr->pending_done + thr->pending_credit;
     thr->pending_done = 0;
+    thr->pending_credit = 0;
     tlg_team *team = thr->team;
     if (atomic_fetch_sub_explicit(&team->task_pending, n, ACQREL) == n)
         tlg_team_event(team, 1);
@@ -633,6 +647,23 @@ static void wait_for_deps(tlg_thread *thr, void **depend)
         free(addr);
 }
 
+/* The thread running parent is about to create a child that points to
+ * it: its first child sets up what its children write (its line of its
+ * own, which its creator left alone), before any child can see it. */
+static void child_ref(tlg_task *parent)
+{
+    if (parent->implicit)
+        return;
+    if (parent->kids) {
+        atomic_fetch_add_explicit(&parent->refs, 1, RLX);
+        return;
+    }
+    parent->kids = 1;
+    atomic_store_explicit(&parent->refs, 2, RLX); /* itself and the child */
+    atomic_store_explicit(&parent->finished, 0, RLX);
+    atomic_store_explicit(&parent->waiting, 0, RLX);
+}
+
 /* A descriptor on its creator's stack (run_inline) is about to be
  * pointed to by memory that may outlive its frame (a child's parent): it
  * moves to allocated memory, with its stack ancestors first, and the
@@ -647,6 +678,13 @@ static tlg_task *task_promote(tlg_thread *thr, tlg_task *s)
     /* what a task running on the stack may have changed (run_inline
      * initialises nothing else) */
     tlg_task *h = task_alloc(thr, sizeof *h);
+    h->deferred = 0;
+    /* it is about to have a child: its references are set up now */
+    h->kids = 1;
+    atomic_init(&h->refs, 1);
+    atomic_init(&h->finished, atomic_load_explicit(&s->finished, RLX));
+    atomic_init(&h->waiting, 0);
+    atomic_init(&h->created, atomic_load_explicit(&s->created, RLX));
     h->parent = parent;
     h->thr = thr;
     h->team = s->team;
@@ -654,9 +692,7 @@ static tlg_task *task_promote(tlg_thread *thr, tlg_task *s)
     h->final = s->final;
     h->icv = s->icv;
     h->key = s->key ? s->key : s; /* its nest locks stay its own */
-    atomic_init(&h->refs, 1);
-    if (!parent->implicit)
-        atomic_fetch_add_explicit(&parent->refs, 1, RLX);
+    child_ref(parent);
     s->moved = h;
     if (thr->task == s)
         thr->task = h;
@@ -670,11 +706,10 @@ static void task_init_common(tlg_task *t, tlg_thread *thr, tlg_task *parent, uns
     t->thr = thr;
     t->team = thr->team;
     t->taskgroup = parent->taskgroup;
-    atomic_init(&t->refs, 1);
     t->icv = parent->icv;
     t->final = parent->final || (flags & TLG_TASK_FINAL);
-    if (!parent->implicit)
-        atomic_fetch_add_explicit(&parent->refs, 1, RLX); /* parent stays while t exists */
+    t->deferred = 0;
+    child_ref(parent); /* parent stays while t exists */
 }
 
 /* The range of a taskloop task, written into its arguments. */
@@ -758,7 +793,8 @@ static tlg_task *make_deferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cp
         t->ndeps = nd;
         t->nout = nout;
     }
-    atomic_init(&t->npred, 1);
+    if (nd)
+        atomic_init(&t->npred, 1);
     if (flags & TLG_TASK_DETACH) {
         atomic_init(&t->detach_left, 2);
         *(void **)detach = t;
@@ -773,6 +809,9 @@ static tlg_task *make_deferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cp
     return t;
 }
 
+/* Tasks a creator counts in task_pending at a time (pending_credit). */
+#define TLG_PENDING_BATCH 16
+
 /* Counts a deferred task in and queues it once its predecessors are done. */
 static void submit(tlg_thread *thr, tlg_task *t)
 {
@@ -781,12 +820,20 @@ static void submit(tlg_thread *thr, tlg_task *t)
     atomic_store_explicit(&parent->created, atomic_load_explicit(&parent->created, RLX) + 1, RLX);
     if (t->taskgroup)
         atomic_fetch_add_explicit(&t->taskgroup->pending, 1, RLX);
-    atomic_fetch_add_explicit(&t->team->task_pending, 1, ACQREL);
-    if (!atomic_load_explicit(&t->team->tasks_seen, RLX))
-        atomic_store_explicit(&t->team->tasks_seen, 1, RLX);
-    if (t->ndeps)
-        deps_register(parent, t, 1);
-    if (atomic_fetch_sub_explicit(&t->npred, 1, ACQREL) == 1)
+    if (!thr->pending_credit) {
+        atomic_fetch_add_explicit(&t->team->task_pending, TLG_PENDING_BATCH, ACQREL);
+        thr->pending_credit = TLG_PENDING_BATCH;
+    }
+    thr->pending_credit--;
+    if (!atomic_load_explicit(&t->team->tasks_seen, RLX)) {
+        /* the Dekker pair with worker_end: set, then look for workers
+         * that left before it */
+        atomic_store_explicit(&t->team->tasks_seen, 1, SEQ);
+        tlg_recall_workers(t->team);
+    }
+    if (!t->ndeps)
+        queue_task(thr, t);
+    else if (deps_register(parent, t, 1), atomic_fetch_sub_explicit(&t->npred, 1, ACQREL) == 1)
         queue_task(thr, t);
 }
 
@@ -874,10 +921,11 @@ static void run_inline(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)(voi
 }
 
 /* GOMP_task but its fast path. */
-__attribute__((noinline)) static void task_general(tlg_thread *thr, tlg_fn fn, void *data,
-                                                   void (*cpyfn)(void *, void *), long arg_size, long arg_align,
-                                                   bool if_clause, unsigned flags, void **depend, void *detach)
+__attribute__((noinline)) static void task_general(tlg_fn fn, void *data, void (*cpyfn)(void *, void *),
+                                                   long arg_size, long arg_align, bool if_clause, unsigned flags,
+                                                   void **depend, void *detach)
 {
+    tlg_thread *thr = tlg_self();
     if (arg_align < 1)
         arg_align = 1;
     if (must_run_now(thr, if_clause)) {
@@ -897,15 +945,24 @@ TLG_EXPORT void GOMP_task(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), 
                           bool if_clause, unsigned flags, void **depend, int priority, void *detach)
 {
     (void)priority;
-    tlg_thread *thr = tlg_self();
     /* the fast path: a task without copy function, dependences or detach
-     * run at once (past the cutoff), kept apart so that it costs a few
-     * loads and stores */
-    if (TLG_LIKELY(!cpyfn && !(flags & (TLG_TASK_DETACH | TLG_TASK_DEPEND)) && must_run_now(thr, if_clause))) {
-        run_inline(thr, fn, data, NULL, 1, flags);
-        return;
+     * run at once (undeferred, or past the cutoff with credit left), in
+     * identity mode: a TLS load, a few loads and stores, and a tail call
+     * with no call before it (so no registers to save: anything else,
+     * its first 16th task past the cutoff included, is task_general) */
+    tlg_thread *thr = tlg_env_v.tls_mode == TLG_TLS_IDENTITY ? tlg_tls_cur : NULL;
+    if (TLG_LIKELY(thr && !cpyfn && !(flags & (TLG_TASK_DETACH | TLG_TASK_DEPEND)))) {
+        if (!if_clause || !thr->team) {
+            run_inline(thr, fn, data, NULL, 1, flags);
+            return;
+        }
+        if (TLG_LIKELY(thr->inline_credit && thr->inline_depth < TLG_INLINE_DEPTH)) {
+            thr->inline_credit--;
+            run_inline(thr, fn, data, NULL, 1, flags);
+            return;
+        }
     }
-    task_general(thr, fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, detach);
+    task_general(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, detach);
 }
 
 TLG_EXPORT void GOMP_taskwait(void)
@@ -913,7 +970,8 @@ TLG_EXPORT void GOMP_taskwait(void)
     tlg_thread *thr = tlg_self();
     tlg_task *t = thr->task;
     long created = atomic_load_explicit(&t->created, RLX);
-    if (atomic_load_explicit(&t->finished, ACQ) == created)
+    /* no deferred child: finished is not even set up (kids) */
+    if (!created || atomic_load_explicit(&t->finished, ACQ) == created)
         return;
     atomic_store_explicit(&t->waiting, 1, SEQ);
     wait_count(thr, &t->finished, created);

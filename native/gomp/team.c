@@ -26,7 +26,9 @@
  * Teams. A team is one allocation (team, then its threads' states),
  * cached by the master for its next region. The region ends with a final
  * barrier that only the master waits in: a worker that arrives runs tasks
- * while any is pending, counts itself finished and exits.
+ * while any is pending, counts itself finished and exits (once the region
+ * has tasks, it stays until the master arrives; one that left before the
+ * first task is recalled by its creator: tlg_recall_workers).
  */
 #define _GNU_SOURCE
 #include "gomp.h"
@@ -51,10 +53,11 @@ static struct {
     _Atomic unsigned busy;    /* OpenMP threads of the initial group (thread-limit-var) */
 } rt = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = 1};
 
-/* The state of a kernel thread (or a TLS identity) outside any team, and
- * the current state of a non-ULT thread in a team (vp mode only). */
+/* The state of a kernel thread (or a TLS identity) outside any team; the
+ * current state of the OpenMP thread whose TLS this is (identity mode,
+ * see tlg_self), or of a non-ULT thread in a team (vp mode). */
 static __thread tlg_thread *tls_initial __attribute__((tls_model("initial-exec")));
-static __thread tlg_thread *tls_cur __attribute__((tls_model("initial-exec")));
+__thread tlg_thread *tlg_tls_cur __attribute__((tls_model("initial-exec")));
 
 static void init_implicit(tlg_thread *t, const tlg_icv *icv)
 {
@@ -81,16 +84,16 @@ tlg_thread *tlg_initial(void)
 
 tlg_thread *tlg_self_slow(void)
 {
-    tlg_thread *t = tls_cur;
+    tlg_thread *t = tlg_tls_cur;
     return t ? t : tlg_initial();
 }
 
 static void set_current(tlg_thread *t)
 {
-    if (tl_ult_self())
+    if (tlg_env_v.tls_mode != TLG_TLS_IDENTITY && tl_ult_self())
         tl_ult_set_local(t);
     else
-        tls_cur = t;
+        tlg_tls_cur = t;
 }
 
 int tlg_ult_ready(void)
@@ -200,6 +203,15 @@ static tl_ult_identity *top_identity(unsigned k)
     tl_ult_identity *id = rt.top[k];
     pthread_mutex_unlock(&rt.lock);
     return id;
+}
+
+/* Identity k of the top level for a member of a cached team: looked up
+ * (under the lock) once per member, not per region. */
+static tl_ult_identity *cached_top_identity(tlg_thread *m, unsigned k)
+{
+    if (!m->top_identity)
+        m->top_identity = top_identity(k);
+    return m->top_identity;
 }
 
 static tl_ult_identity *pool_get(void)
@@ -319,7 +331,7 @@ static void worker_end(tlg_thread *me, int for_master);
 static void *worker_main(void *p)
 {
     tlg_thread *me = p;
-    tl_ult_set_local(me);
+    set_current(me);
     tlg_team *team = me->team;
     team->fn(team->data);
     worker_end(me, 1);
@@ -351,12 +363,15 @@ static void region_start(struct region *r)
     atomic_store_explicit(&team->tasks_seen, 0, RLX);
     atomic_store_explicit(&team->master_ending, 0, RLX);
     atomic_store_explicit(&team->finished, 0, RLX);
+    atomic_store_explicit(&team->end_parked, 0, RLX);
     atomic_store_explicit(&team->single_count, 0, RLX);
     atomic_store_explicit(&team->cancelled, 0, RLX);
     atomic_store_explicit(&team->ws_cancelled, 0, RLX);
     team->reductions = r->reductions;
     team->par_taskgroup = r->reductions ? tlg_parallel_reductions_register(r->reductions, n) : NULL;
-    tlg_ws_reset(team);
+    if (!team->ws_clean)
+        tlg_ws_reset(team);
+    team->ws_clean = 0;
     if (r->ws0)
         r->ws0(team, r->ws0_arg);
     for (unsigned k = 0; k < n; k++) {
@@ -369,6 +384,8 @@ static void region_start(struct region *r)
         m->team_num = thr->team_num;
         m->num_teams = thr->num_teams;
         m->inline_credit = 0;
+        m->pending_credit = 0;
+        atomic_store_explicit(&m->end_state, TLG_END_RUNNING, RLX);
         init_implicit(m, &team->icv);
         m->implicit.taskgroup = team->par_taskgroup;
         m->ws_seq = r->ws0 ? 1 : 0;
@@ -383,13 +400,13 @@ static void region_start(struct region *r)
     set_current(member(team, 0));
     if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY)
         for (unsigned k = 1; k < n; k++)
-            member(team, k)->identity = team->level == 1 ? top_identity(k) : pool_get();
+            member(team, k)->identity = team->level == 1 ? cached_top_identity(member(team, k), k) : pool_get();
 }
 
 /* Thread k of the team as a ULT: first placed on VP (master's + k) mod
  * active, free to migrate, wearing its identity; in vp mode bound to one
  * VP, whose TLS it then sees. */
-static void spawn(tlg_team *team, unsigned k, int bind)
+static void spawn(tlg_team *team, unsigned k, int bind, void *(*entry)(void *))
 {
     tlg_thread *m = member(team, k);
     int vp = tl_ult_vp_id();
@@ -405,7 +422,7 @@ static void spawn(tlg_team *team, unsigned k, int bind)
         a.vp = (int)(team->level == 1 ? k % rt.nvps : (base + k) % rt.nvps);
         a.bound = bind;
     }
-    int err = tl_ult_create(&m->ult, &a, worker_main, m);
+    int err = tl_ult_create(&m->ult, &a, entry, m);
     if (err)
         tlg_fatal("cannot create OpenMP thread %u of a team of %u: %s", k, team->nthreads, strerror(err));
 }
@@ -413,7 +430,7 @@ static void spawn(tlg_team *team, unsigned k, int bind)
 static void spawn_workers(tlg_team *team)
 {
     for (unsigned k = 1; k < team->nthreads; k++)
-        spawn(team, k, 1);
+        spawn(team, k, 1, worker_main);
 }
 
 /* The final barrier, worker side: help with tasks while any is pending,
@@ -428,17 +445,56 @@ static void worker_end(tlg_thread *me, int for_master)
     tlg_team *team = me->team;
     uint64_t spun = 0;
     for (;;) {
-        tlg_task_flush(me);
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);
-        if (atomic_load_explicit(&team->task_pending, ACQ) <= 0 &&
-            (!for_master || !atomic_load_explicit(&team->tasks_seen, SEQ) ||
-             atomic_load_explicit(&team->master_ending, SEQ)))
-            break;
+        if (tlg_tasks_done(me, team)) {
+            if (!for_master || atomic_load_explicit(&team->master_ending, SEQ))
+                break;
+            if (!atomic_load_explicit(&team->tasks_seen, SEQ)) {
+                /* no task yet: it leaves, unless the first one comes now
+                 * (the Dekker pair with submit: say so, then look); a
+                 * creator that finds it leaving recalls it
+                 * (tlg_recall_workers: a new ULT takes its place) */
+                atomic_store_explicit(&me->end_state, TLG_END_LEAVING, SEQ);
+                if (!atomic_load_explicit(&team->tasks_seen, SEQ))
+                    break;
+                int s = TLG_END_LEAVING;
+                if (!atomic_compare_exchange_strong_explicit(&me->end_state, &s, TLG_END_RUNNING, SEQ, RLX))
+                    break; /* recalled already */
+                continue;
+            }
+        }
         tlg_wait_step(me, ev, &spun, NULL);
     }
+    /* the Dekker pair with region_end: count, then look whether the
+     * master waits (the wake takes a lock the master's VP used last) */
     uint32_t n = team->nthreads;
-    if (atomic_fetch_add_explicit(&team->finished, 1, ACQREL) + 1 == n - 1)
+    if (atomic_fetch_add_explicit(&team->finished, 1, SEQ) + 1 == n - 1 &&
+        atomic_load_explicit(&team->end_parked, SEQ))
         tl_ult_wake(&team->finished, 1);
+}
+
+static void *recalled_main(void *p)
+{
+    tlg_thread *me = p;
+    set_current(me);
+    worker_end(me, 1);
+    return NULL;
+}
+
+void tlg_recall_workers(tlg_team *team)
+{
+    for (unsigned k = 1; k < team->nthreads; k++) {
+        tlg_thread *m = team->threads[k];
+        int s = TLG_END_LEAVING;
+        if (atomic_load_explicit(&m->end_state, SEQ) != TLG_END_LEAVING ||
+            !atomic_compare_exchange_strong_explicit(&m->end_state, &s, TLG_END_RECALLED, SEQ, RLX))
+            continue;
+        /* it counts itself finished as it leaves (perhaps not yet): its
+         * new ULT counts itself again when the region ends */
+        atomic_fetch_sub_explicit(&team->finished, 1, RLX);
+        atomic_store_explicit(&m->end_state, TLG_END_RUNNING, RLX);
+        spawn(team, k, 1, recalled_main);
+    }
 }
 
 static void region_end(struct region *r)
@@ -453,19 +509,27 @@ static void region_end(struct region *r)
     if (atomic_load_explicit(&team->tasks_seen, SEQ))
         tlg_team_event(team, 1);
     for (;;) {
-        tlg_task_flush(me);
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);
-        if (atomic_load_explicit(&team->task_pending, ACQ) > 0) {
+        if (!tlg_tasks_done(me, team)) {
             tlg_wait_step(me, ev, &spun, NULL);
             continue;
         }
         uint32_t f = atomic_load_explicit(&team->finished, ACQ);
         if (f == n - 1)
             break;
-        tlg_wait_word(&team->finished, f);
+        atomic_store_explicit(&team->end_parked, 1, SEQ);
+        if (atomic_load_explicit(&team->finished, SEQ) == f)
+            tlg_wait_word(&team->finished, f);
+        atomic_store_explicit(&team->end_parked, 0, RLX);
     }
-    for (unsigned k = 0; k < n; k++)
+    /* no work share used (its threads' counts of constructs did not
+     * move): the next region skips resetting the ring */
+    int clean = !r->ws0;
+    for (unsigned k = 0; k < n; k++) {
         tlg_task_implicit_end(&member(team, k)->implicit);
+        clean &= member(team, k)->ws_seq == 0;
+    }
+    team->ws_clean = clean;
     if (team->level > 1)
         for (unsigned k = 1; k < n; k++)
             if (member(team, k)->identity)
@@ -513,7 +577,7 @@ TLG_EXPORT unsigned long threadlab_gomp_workdesc_regions(void)
 static void *claimed_part(void *p)
 {
     tlg_thread *m = p;
-    tl_ult_set_local(m);
+    set_current(m);
     m->team->fn(m->team->data);
     worker_end(m, 0);
     return NULL;
@@ -526,6 +590,9 @@ static void wd_part(unsigned id, unsigned nparts, void *p)
     tlg_thread *m = member(team, id);
     if (id == 0) {
         team->fn(team->data); /* the master's own part */
+        /* the parts still running wait for no task pending: its counts
+         * settle before it waits for them */
+        tlg_task_flush(m);
         return;
     }
     if (tl_ult_self()) {
@@ -540,10 +607,10 @@ static void wd_part(unsigned id, unsigned nparts, void *p)
         return;
     }
     tl_ult_wear(m->identity);
-    tls_cur = m; /* in the worn TLS: this VP context is thread id now */
+    tlg_tls_cur = m; /* in the worn TLS: this VP context is thread id now */
     team->fn(team->data);
     worker_end(m, 0);
-    tls_cur = NULL;
+    tlg_tls_cur = NULL;
     tl_ult_wear(NULL);
 }
 

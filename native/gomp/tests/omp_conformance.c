@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int failures;
 static const char *current;
@@ -743,6 +744,32 @@ static void check_tasks(void)
         if (bad)
             FAIL("after a barrier %d of 400 tasks not done once", bad);
     }
+    /* tasks created after the other thread has reached the region's end
+     * (on threadlab it may have left, no task existing yet): two tasks
+     * that each wait for the other to start need two threads (a bounded
+     * wait; one CPU may run only one of them at a time: skipped) */
+    if (omp_get_num_procs() >= 2) {
+        _Atomic int started = 0, met = 0;
+#pragma omp parallel num_threads(2) shared(started, met)
+#pragma omp master
+        {
+            struct timespec pause = {0, 20 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+            for (int i = 0; i < 2; i++) {
+#pragma omp task shared(started, met)
+                {
+                    atomic_fetch_add(&started, 1);
+                    double t0 = omp_get_wtime();
+                    while (atomic_load(&started) < 2 && omp_get_wtime() - t0 < 10.0)
+                        ;
+                    if (atomic_load(&started) == 2)
+                        atomic_fetch_add(&met, 1);
+                }
+            }
+        }
+        EXPECT(met == 2, "tasks created late: %d of 2 ran beside the other", (int)met);
+    }
+
     /* undeferred and final */
     int order[3], pos = 0, infinal = -1;
 #pragma omp parallel num_threads(2)

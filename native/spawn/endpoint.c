@@ -155,20 +155,22 @@ void tlsp_req_complete(tlsp_req *r)
  * - A waiter whose wait was ended, during its yield, by a thread on its own
  *   CPU shares that CPU with its partner (the completer tells: it knows
  *   its CPU, tlsp_coloc_note; only when the waiter announced a yield, so
- *   a wait ended by a thread elsewhere costs nothing).  Its next wait
- *   sleeps at once: the wake-up lets the scheduler place it on an idle
- *   CPU, if there is one, away from the thread that woke it.  If the two
- *   meet again on one CPU right after (no CPU was idle), they share it for
- *   the next TLSP_SHARE_WAITS waits, yielding every TLSP_SHARE_YIELD steps
- *   (a message then costs two context switches, where a sleep and a wake-up
- *   cost ten times that), and then try again to get apart. */
+ *   a wait ended by a thread elsewhere costs nothing).  The waiter then
+ *   moves itself off that CPU, when its mask allows another: it narrows
+ *   its mask to the others, which migrates it at once, and restores it.
+ *   Neither the balancer (both threads are "hot") nor a sleep and a
+ *   wake-up (the wake-up's search for an idle CPU is cut short when the
+ *   CPUs look busy, and spinners look busy) reliably parted the two here.
+ *   If the two meet again on one CPU right after (no other CPU was free),
+ *   they share it for the next TLSP_SHARE_WAITS waits, yielding every
+ *   TLSP_SHARE_YIELD steps (a message then costs two context switches),
+ *   and then try again to get apart. */
 
 enum { TLSP_YIELD_EVERY = 1024, TLSP_SHARE_YIELD = 32, TLSP_SHARE_WAITS = 1000 }; /* periods: powers of 2 */
 
 /* This thread's view of where its partners run. */
 static TLSP_TLS struct {
-    int sleep_next; /* a partner ran on this CPU: the next wait sleeps */
-    int tried;      /* ... and that sleep was tried; no wait since ended spinning alone */
+    int tried;      /* a partner ran on this CPU and this thread moved; no wait since ended spinning alone */
     unsigned share; /* waits left to share the CPU, yielding often */
 } spin_view;
 
@@ -176,7 +178,7 @@ static int may_spin(void)
 {
     long runnable = atomic_load_explicit(&tlsp_count.running, memory_order_relaxed) -
                     atomic_load_explicit(&tlsp_count.parked, memory_order_relaxed);
-    return !spin_view.sleep_next && tlsp_cfg.spin && runnable < (long)tlsp_cfg.affinity_cpus;
+    return tlsp_cfg.spin && runnable < (long)tlsp_cfg.affinity_cpus;
 }
 
 void tlsp_coloc_note(tlsp_coloc *c)
@@ -198,29 +200,46 @@ static void spin_step(unsigned i, tlsp_coloc *c)
     sched_yield();
 }
 
+/* Moves the calling thread off CPU cpu, its mask unchanged; 0 when the
+ * mask holds no other CPU. */
+static int move_off(int cpu)
+{
+    cpu_set_t mine, others;
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) < 2 || !CPU_ISSET(cpu, &mine))
+        return 0;
+    others = mine;
+    CPU_CLR(cpu, &others);
+    if (sched_setaffinity(0, sizeof others, &others) != 0)
+        return 0;
+    sched_setaffinity(0, sizeof mine, &mine);
+    return 1;
+}
+
 /* After a busy wait watched by c ended (done or not). */
 static void spin_end(tlsp_coloc *c)
 {
     if (spin_view.share)
         spin_view.share--;
-    if (TLSP_LIKELY(!atomic_load_explicit(&c->yielded_on, memory_order_relaxed))) {
+    int on = atomic_load_explicit(&c->yielded_on, memory_order_relaxed);
+    if (TLSP_LIKELY(!on)) {
         spin_view.tried = 0; /* it ended before a yield: the partner runs elsewhere */
         return;
     }
     int shared = atomic_load_explicit(&c->shared, memory_order_acquire);
-    if (shared)
-        atomic_fetch_add_explicit(&tlsp_count.cpu_shared, 1, memory_order_relaxed);
-    if (shared && !spin_view.share) {
-        if (spin_view.tried) {
-            spin_view.tried = 0;
-            spin_view.share = TLSP_SHARE_WAITS;
-        } else {
-            spin_view.sleep_next = 1;
-            spin_view.tried = 1;
-        }
-    }
     atomic_store_explicit(&c->yielded_on, 0, memory_order_relaxed);
     atomic_store_explicit(&c->shared, 0, memory_order_relaxed);
+    if (!shared)
+        return;
+    atomic_fetch_add_explicit(&tlsp_count.cpu_shared, 1, memory_order_relaxed);
+    if (spin_view.share)
+        return;
+    if (!spin_view.tried && move_off(on - 1)) {
+        spin_view.tried = 1;
+        atomic_fetch_add_explicit(&tlsp_count.cpu_moves, 1, memory_order_relaxed);
+    } else {
+        spin_view.tried = 0;
+        spin_view.share = TLSP_SHARE_WAITS;
+    }
 }
 
 int tlsp_spin_until_changed(_Atomic uint32_t *word, uint32_t seen, tlsp_coloc *c)
@@ -238,7 +257,6 @@ int tlsp_spin_until_changed(_Atomic uint32_t *word, uint32_t seen, tlsp_coloc *c
 
 void tlsp_slept(void)
 {
-    spin_view.sleep_next = 0;
     atomic_fetch_add_explicit(&tlsp_count.waits_slept, 1, memory_order_relaxed);
 }
 

@@ -133,6 +133,7 @@ TLSP_EXPORT int tl_spawn_get_stats(tl_spawn_stats *out)
     out->in_task = tlsp_self_task != NULL;
     out->waits_slept = atomic_load(&tlsp_count.waits_slept);
     out->cpu_shared = atomic_load(&tlsp_count.cpu_shared);
+    out->cpu_moves = atomic_load(&tlsp_count.cpu_moves);
     return 0;
 }
 

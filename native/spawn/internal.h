@@ -223,7 +223,7 @@ void tlsp_req_wait(tlsp_req *r);
  * seen, watched by c (whoever changes the word notes c first); 1 when it
  * did, 0 when the spin ran out or was not worth starting. */
 int tlsp_spin_until_changed(_Atomic uint32_t *word, uint32_t seen, tlsp_coloc *c);
-/* The calling thread slept in a wait: it may spin again (endpoint.c). */
+/* The calling thread slept in a wait (counted). */
 void tlsp_slept(void);
 
 /* n zeroed requests (aligned as a request must be); free() them. */
@@ -423,6 +423,7 @@ typedef struct {
     _Atomic long peak_running;
     _Atomic long waits_slept;      /* waits of the library's that slept (a futex) */
     _Atomic long cpu_shared;       /* busy waits ended by a thread on the waiter's own CPU */
+    _Atomic long cpu_moves;        /* ... after which the waiter moved itself to another CPU */
 } tlsp_counters;
 extern tlsp_counters tlsp_count;
 

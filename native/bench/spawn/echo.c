@@ -180,6 +180,7 @@ int tlsb_pingpong(tl_ctx *ctx, MPI_Comm partner, int bytes, tlsb_partner *who)
         tl_spawn_get_stats(&after);
         tl_extra_num(ctx, "waits_slept", (double)(after.waits_slept - before.waits_slept));
         tl_extra_num(ctx, "cpu_shared", (double)(after.cpu_shared - before.cpu_shared));
+        tl_extra_num(ctx, "cpu_moves", (double)(after.cpu_moves - before.cpu_moves));
     }
     long long stop = 0, tally[2] = {0, 0};
     MPI_Send(&stop, 1, MPI_LONG_LONG, 0, TLSB_TAG_CTRL, partner);

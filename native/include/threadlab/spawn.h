@@ -91,6 +91,7 @@ typedef struct {
     long waits_slept;     /* waits in the library (for a message, a request) that slept */
     long cpu_shared;      /* busy waits ended by a thread that ran on the waiter's own CPU
                              (docs/spawn.md, "Waiting") */
+    long cpu_moves;       /* ... after which the waiter moved itself to another of its CPUs */
 } tl_spawn_stats;
 
 /* Fills *out; returns 0. */

@@ -82,6 +82,10 @@ void tlsp_endpoint_unref(tlsp_endpoint *ep)
         else
             free(m);
     }
+    for (tlsp_msg *m = ep->pool, *next; m; m = next) {
+        next = m->next;
+        free(m);
+    }
     free(ep);
 }
 

@@ -115,21 +115,25 @@ typedef struct {
 void tlsp_coloc_note(tlsp_coloc *c);
 
 /* A thread's mailbox.  What every message touches (the lock, both
- * queues, the counter a probing owner spins on) is one cache line, which
- * moves once from the receiver to the sender and back per message. */
+ * queues, the counter a probing owner spins on, the blocks small messages
+ * are copied into) is one cache line, which moves once from the receiver
+ * to the sender and back per message. */
 struct tlsp_endpoint {
     _Alignas(64) _Atomic uint32_t lock; /* 0 free, 1 held, 2 held and a thread sleeps for it */
     _Atomic uint32_t queued;  /* +1 at every message queued: what a probing owner spins on */
+    _Atomic uint32_t arrivals; /* futex word of a probing owner */
+    tlsp_coloc coloc;         /* the owner's spin in MPI_Probe */
+    uint16_t probing;         /* under lock: the owner sleeps in MPI_Probe */
+    uint16_t pooled;          /* under lock: blocks in pool */
     tlsp_req *posted_head;    /* posted receives, in posting order */
     tlsp_req **posted_tail;
     tlsp_msg *unexp_head;     /* messages no posted receive took, in arrival order */
     tlsp_msg **unexp_tail;
-    _Atomic uint32_t arrivals; /* futex word of a probing owner */
-    int probing;              /* under lock: the owner sleeps in MPI_Probe */
-    tlsp_coloc coloc;         /* the owner's spin in MPI_Probe */
+    tlsp_msg *pool;           /* under lock: free blocks for small messages to this thread */
     _Alignas(64) _Atomic int refs; /* its thread (while alive) + comm memberships */
     tlsp_task *task;          /* NULL for a thread that is no task */
 };
+_Static_assert(offsetof(tlsp_endpoint, refs) == 64, "a mailbox's first line: what every message touches");
 
 /* The mailbox lock (the critical sections are a few list steps: a taker
  * spins briefly, then sleeps on the word). */
@@ -173,10 +177,19 @@ struct tlsp_msg {
     tlsp_msg *next;
     uint32_t ctx;
     int src, tag;
+    int block;                /* a block of its receiver's pool (TLSP_BLOCK_BYTES) */
     size_t bytes;
     tlsp_req *sreq;
     unsigned char *payload;
 };
+
+/* A small message is copied into a block, a cache-aligned header and
+ * payload (an 8-byte message is one line), taken from its receiver's pool
+ * and given back to it by the receiver, under the mailbox lock both hold
+ * anyway: no allocator call, and no allocator state moving between the
+ * two threads, per message. */
+enum { TLSP_BLOCK_BYTES = 128, TLSP_POOL_MAX = 64 };
+#define TLSP_BLOCK_PAYLOAD (TLSP_BLOCK_BYTES - sizeof(tlsp_msg))
 
 /* A buffer as MPI describes it. */
 typedef struct {

@@ -78,8 +78,17 @@ void tlsp_isend_ep(tlsp_endpoint *dest, uint32_t ctx, int src, int tag, const tl
         return;
     }
     if (!s->sync && bytes <= tlsp_cfg.eager_bytes) {
-        tlsp_msg *m = malloc(sizeof *m + bytes);
+        tlsp_msg *m = NULL;
+        int block = bytes <= TLSP_BLOCK_PAYLOAD;
+        if (block && dest->pool) {
+            m = dest->pool;
+            dest->pool = m->next;
+            dest->pooled--;
+        } else {
+            m = block ? aligned_alloc(64, TLSP_BLOCK_BYTES) : malloc(sizeof *m + bytes);
+        }
         if (m) {
+            m->block = block;
             m->payload = (unsigned char *)(m + 1);
             if (tlsp_pack(b, m->payload, bytes) == MPI_SUCCESS) {
                 m->ctx = ctx;
@@ -134,6 +143,22 @@ void tlsp_irecv_ctx(tlsp_endpoint *self, uint32_t ctx, int src, int tag, const t
     *pp = m->next;
     if (self->unexp_tail == &m->next)
         self->unexp_tail = pp;
+    if (m->block) {
+        /* Copied out under the lock (a few bytes), the block goes back to
+         * the pool in the same hold. */
+        tlsp_buf packed = {m->payload, (int)m->bytes, MPI_BYTE};
+        deliver(r, m->src, m->tag, &packed, m->bytes);
+        int keep = self->pooled < TLSP_POOL_MAX;
+        if (keep) {
+            m->next = self->pool;
+            self->pool = m;
+            self->pooled++;
+        }
+        tlsp_ep_unlock(self);
+        if (!keep)
+            free(m);
+        return;
+    }
     tlsp_ep_unlock(self);
     if (m->sreq) {
         /* m lives inside the sender's request: done with it before the

@@ -36,12 +36,21 @@ static void make_key(void)
     pthread_key_create(&exit_key, thread_exit);
 }
 
+/* size zeroed bytes aligned to align (a power of 2 dividing size: the
+ * cache-aligned mailboxes and requests), or NULL. */
+static void *zalloc_aligned(size_t align, size_t size)
+{
+    void *p = aligned_alloc(align, size);
+    if (p)
+        memset(p, 0, size);
+    return p;
+}
+
 tlsp_endpoint *tlsp_endpoint_new(tlsp_task *task)
 {
-    tlsp_endpoint *ep = aligned_alloc(_Alignof(tlsp_endpoint), sizeof *ep);
+    tlsp_endpoint *ep = zalloc_aligned(_Alignof(tlsp_endpoint), sizeof *ep);
     if (!ep)
         return NULL;
-    memset(ep, 0, sizeof *ep);
     ep->posted_tail = &ep->posted_head;
     ep->unexp_tail = &ep->unexp_head;
     atomic_init(&ep->refs, 1); /* its thread */
@@ -192,18 +201,6 @@ void tlsp_coloc_note(tlsp_coloc *c)
         atomic_store_explicit(&c->shared, 1, memory_order_relaxed);
 }
 
-/* One step (i) of a busy wait watched by c. */
-static void spin_step(unsigned i, tlsp_coloc *c)
-{
-    unsigned period = spin_view.share ? TLSP_SHARE_YIELD : TLSP_YIELD_EVERY;
-    if (((i + 1) & (period - 1)) != 0) {
-        tl_cpu_relax();
-        return;
-    }
-    atomic_store_explicit(&c->yielded_on, sched_getcpu() + 1, memory_order_relaxed);
-    sched_yield();
-}
-
 /* Moves the calling thread off CPU cpu, its mask unchanged; 0 when the
  * mask holds no other CPU. */
 static int move_off(int cpu)
@@ -250,9 +247,16 @@ int tlsp_spin_until_changed(_Atomic uint32_t *word, uint32_t seen, tlsp_coloc *c
 {
     if (!may_spin())
         return 0;
+    /* every period-th step yields, announcing the CPU it yields on */
+    unsigned period_mask = (spin_view.share ? TLSP_SHARE_YIELD : TLSP_YIELD_EVERY) - 1;
     int changed = 0;
-    for (unsigned i = 0; i < tlsp_cfg.spin && !changed; i++) {
-        spin_step(i, c);
+    for (unsigned i = 1; i <= tlsp_cfg.spin && !changed; i++) {
+        if (i & period_mask) {
+            tl_cpu_relax();
+        } else {
+            atomic_store_explicit(&c->yielded_on, sched_getcpu() + 1, memory_order_relaxed);
+            sched_yield();
+        }
         changed = atomic_load_explicit(word, memory_order_acquire) != seen;
     }
     spin_end(c);
@@ -266,18 +270,10 @@ void tlsp_slept(void)
 
 void tlsp_req_wait(tlsp_req *r)
 {
-    if (tlsp_req_done(r))
+    /* Only its waiter sets SLEEPING: while it spins, the state leaves
+     * PENDING only for DONE. */
+    if (tlsp_req_done(r) || tlsp_spin_until_changed(&r->state, TLSP_PENDING, &r->coloc))
         return;
-    if (may_spin()) {
-        int done = 0;
-        for (unsigned i = 0; i < tlsp_cfg.spin && !done; i++) {
-            spin_step(i, &r->coloc);
-            done = tlsp_req_done(r);
-        }
-        spin_end(&r->coloc);
-        if (done)
-            return;
-    }
     int park = -1; /* parked at the first sleep, not before: a wait that ends spinning keeps its slot */
     for (;;) {
         uint32_t expected = TLSP_PENDING;
@@ -305,10 +301,7 @@ tlsp_req *tlsp_req_array(size_t n)
         n = 1;
     if (n > SIZE_MAX / sizeof(tlsp_req))
         return NULL;
-    tlsp_req *reqs = aligned_alloc(_Alignof(tlsp_req), n * sizeof *reqs);
-    if (reqs)
-        memset(reqs, 0, n * sizeof *reqs);
-    return reqs;
+    return zalloc_aligned(_Alignof(tlsp_req), n * sizeof(tlsp_req));
 }
 
 tlsp_req *tlsp_req_alloc(int kind, const tlsp_view *view)

@@ -465,8 +465,9 @@ void tlg_taskgroup_register(tlg_thread *thr, uintptr_t *data);
 
 /* ---- locks (lock.c) -------------------------------------------------------- */
 
-/* A 4-byte lock: 0 free, 1 held, 2 held with waiters (ULTs park with
- * tl_ult_wait; other kernel threads spin and yield). */
+/* A 4-byte lock (threadlab/word_lock.h): 0 free, 1 held, 2 held with
+ * waiters (ULTs park with tl_ult_wait; other kernel threads spin, yield
+ * and nap). */
 void tlg_lock_word(_Atomic uint32_t *w);
 void tlg_unlock_word(_Atomic uint32_t *w);
 int tlg_trylock_word(_Atomic uint32_t *w);

@@ -1,8 +1,8 @@
 /*
  * lock.c - OpenMP locks on 4-byte words: the runtime's own lock
- * (tlg_lock_word: 0 free, 1 held, 2 held and maybe waited for; Drepper's
- * futex mutex with tl_ult_wait in place of the futex), and the omp_*lock
- * API in both of libgomp's symbol versions:
+ * (tlg_lock_word: threadlab/word_lock.h, 0 free, 1 held, 2 held and maybe
+ * waited for, sleeping through tlg_wait_word and woken by tl_ult_wake),
+ * and the omp_*lock API in both of libgomp's symbol versions:
  *
  *   OMP_3.0 (the default): omp_lock_t is the word; omp_nest_lock_t is
  *     {word, count, owner} where the owner is the task that holds it
@@ -19,34 +19,46 @@
 #include <omp.h>
 #include <string.h>
 
+#include "threadlab/word_lock.h"
+
+/* No wake-up is lost (the argument of word_lock.h): a ULT parks in
+ * tl_ult_wait, which compares the word with 2 under the lock of the word's
+ * bucket and releases it only once the ULT is queued, and tl_ult_wake
+ * takes that bucket lock after the unlock's exchange; a kernel thread
+ * never sleeps past a change of the word (it polls it between naps).
+ * tl_ult_wake touches its bucket, never the word: an unlocker whose lock
+ * the next taker has already destroyed and freed reads no freed memory. */
+static void wait_word(_Atomic uint32_t *w, uint32_t val, void *ctx)
+{
+    (void)ctx;
+    tlg_wait_word(w, val);
+}
+
+static void wake_word(_Atomic uint32_t *w, void *ctx)
+{
+    (void)ctx;
+    tl_ult_wake(w, 1);
+}
+
 void tlg_lock_word(_Atomic uint32_t *w)
 {
-    uint32_t z = 0;
-    if (TLG_LIKELY(atomic_compare_exchange_strong_explicit(w, &z, 1, ACQ, RLX)))
+    if (TLG_LIKELY(tl_word_trylock(w)))
         return;
-    /* a short spin: critical sections are usually short */
-    if (tl_ult_active_vps() > 1 && !tl_ult_local_ready())
-        for (int i = 0; i < 100; i++) {
-            tlg_relax();
-            z = 0;
-            if (atomic_load_explicit(w, RLX) == 0 &&
-                atomic_compare_exchange_strong_explicit(w, &z, 1, ACQ, RLX))
-                return;
-        }
-    while (atomic_exchange_explicit(w, 2, ACQ) != 0)
-        tlg_wait_word(w, 2);
+    /* A short spin (critical sections are usually short), only while the
+     * holder may be running on another VP and this VP has nothing else to
+     * run; tlg_wait_word then spins as OMP_WAIT_POLICY says. */
+    int spins = tl_ult_active_vps() > 1 && !tl_ult_local_ready() ? 100 : 0;
+    tl_word_lock_contended(w, spins, wait_word, NULL);
 }
 
 void tlg_unlock_word(_Atomic uint32_t *w)
 {
-    if (atomic_exchange_explicit(w, 0, REL) == 2)
-        tl_ult_wake(w, 1);
+    tl_word_unlock(w, wake_word, NULL);
 }
 
 int tlg_trylock_word(_Atomic uint32_t *w)
 {
-    uint32_t z = 0;
-    return atomic_compare_exchange_strong_explicit(w, &z, 1, ACQ, RLX);
+    return tl_word_trylock(w);
 }
 
 /* ---- OMP_3.0 ---------------------------------------------------------------- */

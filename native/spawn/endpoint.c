@@ -98,28 +98,30 @@ void tlsp_endpoint_unref(tlsp_endpoint *ep)
     free(ep);
 }
 
+/* The mailbox lock sleeps on its word's futex.  No wake-up is lost (the
+ * argument of word_lock.h): FUTEX_WAIT compares the word with 2 under the
+ * kernel's lock of the word's hash bucket, which FUTEX_WAKE, issued after
+ * the unlock's exchange, takes too.  The timeout only bounds what a lost
+ * one would cost, as in tlsp_req_wait.  FUTEX_WAKE does not read the
+ * word: were the mailbox freed and reused before it, the wake-up would be
+ * a spurious one, which every wait tolerates. */
+static void ep_lock_wait(_Atomic uint32_t *lock, uint32_t val, void *ctx)
+{
+    (void)ctx;
+    tl_rm_futex_wait((uint32_t *)lock, val, UINT64_C(1000000000));
+}
+
 void tlsp_ep_lock_slow(tlsp_endpoint *ep)
 {
     /* The holder is in a few list steps: a short spin usually finds the
      * lock free. */
-    for (int i = 0; i < 100; i++) {
-        uint32_t free_ = 0;
-        tl_cpu_relax();
-        if (atomic_load_explicit(&ep->lock, memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_strong_explicit(&ep->lock, &free_, 1, memory_order_acquire,
-                                                    memory_order_relaxed))
-            return;
-    }
-    /* 2 says a thread sleeps for it: its unlock wakes one.  A thread that
-     * takes the lock this way keeps 2, as it cannot know whether others
-     * still sleep (one spurious wake-up at most). */
-    while (atomic_exchange_explicit(&ep->lock, 2, memory_order_acquire) != 0)
-        tl_rm_futex_wait((uint32_t *)&ep->lock, 2, UINT64_C(1000000000));
+    tl_word_lock_contended(&ep->lock, 100, ep_lock_wait, NULL);
 }
 
-void tlsp_ep_wake_locker(tlsp_endpoint *ep)
+void tlsp_ep_wake_locker(_Atomic uint32_t *lock, void *ctx)
 {
-    tl_rm_futex_wake((uint32_t *)&ep->lock, 1);
+    (void)ctx;
+    tl_rm_futex_wake((uint32_t *)lock, 1);
 }
 
 /* ------------------------------------------------------------- requests */

@@ -39,6 +39,7 @@
 
 #include "threadlab/compiler.h"
 #include "threadlab/spawn.h"
+#include "threadlab/word_lock.h"
 
 #define TLSP_EXPORT __attribute__((visibility("default")))
 #define TLSP_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -135,24 +136,22 @@ struct tlsp_endpoint {
 };
 _Static_assert(offsetof(tlsp_endpoint, refs) == 64, "a mailbox's first line: what every message touches");
 
-/* The mailbox lock (the critical sections are a few list steps: a taker
- * spins briefly, then sleeps on the word). */
+/* The mailbox lock (threadlab/word_lock.h), sleeping on its word's futex;
+ * the critical sections are a few list steps, so a taker spins briefly
+ * first. */
 void tlsp_ep_lock_slow(tlsp_endpoint *ep);
-void tlsp_ep_wake_locker(tlsp_endpoint *ep);
+void tlsp_ep_wake_locker(_Atomic uint32_t *lock, void *ctx); /* a tl_word_wake_fn */
 
 static inline void tlsp_ep_lock(tlsp_endpoint *ep)
 {
-    uint32_t free_ = 0;
-    if (TLSP_LIKELY(atomic_compare_exchange_strong_explicit(&ep->lock, &free_, 1, memory_order_acquire,
-                                                            memory_order_relaxed)))
+    if (TLSP_LIKELY(tl_word_trylock(&ep->lock)))
         return;
     tlsp_ep_lock_slow(ep);
 }
 
 static inline void tlsp_ep_unlock(tlsp_endpoint *ep)
 {
-    if (TLSP_UNLIKELY(atomic_exchange_explicit(&ep->lock, 0, memory_order_release) == 2))
-        tlsp_ep_wake_locker(ep);
+    tl_word_unlock(&ep->lock, tlsp_ep_wake_locker, NULL);
 }
 
 /* The calling thread's endpoint, created on first use (a thread that is no

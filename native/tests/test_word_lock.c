@@ -79,7 +79,10 @@ static void test_handoff(void)
     counts mine = {0, 0};
     CHECK(tl_word_trylock(&handoff_word));
     pthread_t t;
-    CHECK(pthread_create(&t, NULL, sleeper, NULL) == 0);
+    int created = pthread_create(&t, NULL, sleeper, NULL) == 0;
+    CHECK(created);
+    if (!created)
+        return; /* nobody would wait: the loop below would not end */
     while (atomic_load(&handoff_counts.waits) == 0)
         sched_yield(); /* the sleeper has exchanged 2 in and waits */
     CHECK(atomic_load(&handoff_word) == TL_WORD_WAITED);

@@ -543,8 +543,10 @@ static inline int tlu_vp_must_stop(const tlu_vp *vp)
     return vp->id >= atomic_load_explicit(&tlu_rt.active, RLX);
 }
 struct tlu_vp_seen {
-    uint32_t beat;  /* the other VP's beat */
-    uint32_t polls; /* this VP's polls when it changed */
+    uint32_t beat;        /* the other VP's beat */
+    uint32_t polls;       /* this VP's polls when it changed */
+    uint32_t waiting;       /* its inbox or next slot held a thread when last looked at */
+    uint32_t waiting_polls; /* this VP's polls when it was first seen holding one */
 };
 
 /* Whether v (another VP) idles and polls its queues, so that what they
@@ -553,6 +555,16 @@ struct tlu_vp_seen {
  * the kernel took its CPU), and then what it holds is stolen as from a
  * busy VP. */
 int tlu_vp_polling(tlu_vp *self, tlu_vp *v);
+/* Whether busy VP v's inbox or next slot, found holding a thread now
+ * (`holds`), has held one at each of self's looks for 64 of self's polls
+ * (1.6 us or more): only then does self take from them. The owner takes
+ * what they hold as soon as its running thread parks or yields, usually
+ * within microseconds; taken at once, a region's workers pushed to their
+ * VPs ran one after the other on the thief (Go waits 3 us before it
+ * steals a P's runnext for the same reason). Any thread counts, not one:
+ * threads that take turns on a VP pass through its next slot. With idle
+ * VPs that do not spin (spin_us 0: more VPs than CPUs), at once. */
+int tlu_vp_waited(tlu_vp *self, tlu_vp *v, int holds);
 /* An active VP other than vp that is idle (spinning or asleep), or NULL. */
 tlu_vp *tlu_vp_idle_other(const tlu_vp *vp);
 /* An active VP other than vp for work a stopped VP gives away. */

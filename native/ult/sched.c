@@ -318,12 +318,17 @@ static tlu_thread *steal_work(tlu_vp *vp, int take_next)
         } while (t == TLU_DEQUE_ABORT && ++tries < 8);
         if (t == TLU_DEQUE_ABORT)
             t = NULL;
-        if (!t && take_next && atomic_load_explicit(&v->next, RLX))
-            t = atomic_exchange_explicit(&v->next, NULL, ACQ);
         /* only from a running VP: a sleeping one was woken by the push */
-        if (!t && take_next && atomic_load_explicit(&v->inbox, RLX) &&
-            atomic_load_explicit(&v->state, RLX) == VP_RUNNING)
-            t = steal_inbox(vp, v);
+        if (!t && take_next &&
+            tlu_vp_waited(vp, v,
+                          atomic_load_explicit(&v->next, RLX) ||
+                              (atomic_load_explicit(&v->inbox, RLX) &&
+                               atomic_load_explicit(&v->state, RLX) == VP_RUNNING))) {
+            if (atomic_load_explicit(&v->next, RLX))
+                t = atomic_exchange_explicit(&v->next, NULL, ACQ);
+            if (!t && atomic_load_explicit(&v->inbox, RLX))
+                t = steal_inbox(vp, v);
+        }
         if (t) {
             TLU_OWNER_INC(vp->n_steals, 1);
             return t;
@@ -378,8 +383,11 @@ int tlu_sched_has_work(tlu_vp *vp)
         /* what a polling VP holds is its own (steal_work) */
         if (v == vp || tlu_vp_polling(vp, v))
             continue;
-        if (atomic_load_explicit(&v->dq.bottom, SEQ) > atomic_load_explicit(&v->dq.top, SEQ) ||
-            atomic_load_explicit(&v->next, SEQ) || atomic_load_explicit(&v->inbox, SEQ))
+        if (atomic_load_explicit(&v->dq.bottom, SEQ) > atomic_load_explicit(&v->dq.top, SEQ))
+            return 1;
+        /* the thread a busy VP runs next, or was given, is stealable once
+         * it has waited (tlu_vp_waited) */
+        if (tlu_vp_waited(vp, v, atomic_load_explicit(&v->next, SEQ) || atomic_load_explicit(&v->inbox, SEQ)))
             return 1;
     }
     return 0;

@@ -204,6 +204,20 @@ int tlu_vp_polling(tlu_vp *self, tlu_vp *v)
     return self->polls - seen->polls < 256;
 }
 
+int tlu_vp_waited(tlu_vp *self, tlu_vp *v, int holds)
+{
+    /* idle VPs that do not spin do not poll: the polls would not move */
+    if (!tlu_rt.cfg.spin_us)
+        return holds;
+    struct tlu_vp_seen *seen = &self->seen[v->id];
+    if (!holds || !seen->waiting) {
+        seen->waiting = (uint32_t)holds;
+        seen->waiting_polls = self->polls;
+        return 0;
+    }
+    return self->polls - seen->waiting_polls >= 64;
+}
+
 tlu_vp *tlu_vp_idle_other(const tlu_vp *vp)
 {
     if (!(atomic_load_explicit(&tlu_rt.nspinning, RLX) | atomic_load_explicit(&tlu_rt.nsleeping, RLX)))

@@ -279,6 +279,8 @@ def test_omp_ult_runs_the_gomp_program_on_libthreadlab_gomp(db_path: Path) -> No
         runtime = record["extra"]["runtime"]
         if record["model"] == "omp-ult":
             assert f"({library})" in runtime and "libthreadlab-gomp.so" in library, runtime
+            # the library is named for what it is, not as the libgomp it replaces
+            assert runtime.startswith("threadlab libthreadlab-gomp (") and "GNU libgomp" not in runtime, runtime
             assert record["extra"]["program"] == "threadlab-app-gomp" and record["extra"]["preload"] == library
             assert next(c for c in record["checks"] if c["name"] == "runtime")["ok"]
         else:

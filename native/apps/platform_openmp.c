@@ -2,7 +2,8 @@
  * threads (the initial thread is worker 0, as OpenMP has it). Built twice:
  * linked with GCC's libgomp (threadlab-app-gomp), and with LLVM's libomp,
  * which implements libgomp's GOMP_* entry points (threadlab-app-llvmomp).
- * Which library really runs is found at run time, not assumed.
+ * Which library really runs is found at run time, not assumed (the gomp
+ * program runs on libthreadlab-gomp as the omp-ult platform).
  * Dynamic adjustment is off, so the region has exactly T threads (checked);
  * pinned workers bind themselves at the start of the region. */
 #define _GNU_SOURCE
@@ -22,8 +23,12 @@ const char tl_app_platform_name[] = TL_APP_OPENMP_PLATFORM;
 const char *tl_app_platform_runtime(void)
 {
     static char text[512];
-    /* libomp's own entry points are __kmpc_*; libgomp has none. */
-    const char *library = dlsym(RTLD_DEFAULT, "__kmpc_global_thread_num") ? "LLVM libomp" : "GNU libgomp";
+    /* libomp's own entry points are __kmpc_*, libthreadlab-gomp's
+     * threadlab_gomp_*; libgomp has neither (omp-ult is the gomp program
+     * with libthreadlab-gomp preloaded: it must not say libgomp) */
+    const char *library = dlsym(RTLD_DEFAULT, "threadlab_gomp_tls_mode")    ? "threadlab libthreadlab-gomp"
+                          : dlsym(RTLD_DEFAULT, "__kmpc_global_thread_num") ? "LLVM libomp"
+                                                                            : "GNU libgomp";
     Dl_info info;
     const char *path = "?";
     if (dladdr((void *)omp_get_num_threads, &info) && info.dli_fname)

@@ -127,6 +127,8 @@ typedef struct tlg_env {
 } tlg_env;
 
 #define TLG_DEFAULT_STACK ((size_t)8 << 20)
+/* How long a waiter spins before it parks, OMP_WAIT_POLICY unset (env.c). */
+#define TLG_DEFAULT_SPIN_NS UINT64_C(3000)
 
 enum { TLG_TLS_IDENTITY = 0, TLG_TLS_VP = 1 };
 

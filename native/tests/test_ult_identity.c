@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "check_async.h"
+#include "threadlab/compiler.h"
 #include "threadlab/ult.h"
 
 #include <errno.h>
@@ -16,6 +17,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static __thread long tv;
 static __thread char tblock[256];
@@ -198,6 +201,74 @@ static void test_wear(void)
         tl_ult_identity_destroy(part_ids[k]);
 }
 
+/* ---- a switch to a thread whose identity is worn elsewhere --------------------
+ *
+ * Two ULTs with one identity overlap when a thread of it is leaving on one
+ * VP while its successor starts on another (an OpenMP thread of one region
+ * and of the next). Here: A wears X on VP 1; the main thread parks on a
+ * word (the parking lot's bucket stays locked until the switch is done)
+ * with B, also wearing X, next on VP 0; then A wakes the main thread,
+ * which needs that bucket. Waiting for X inside the switch held the
+ * bucket, and both VPs spun for good; the alarm turns that into a
+ * failure. */
+
+static tl_ult_identity *shared_id;
+static _Atomic uint32_t handover_word;
+static _Atomic int a_running, b_ran;
+
+static void *wearer_a(void *p)
+{
+    (void)p;
+    tv = 77;
+    atomic_store(&a_running, 1);
+    /* long enough for the main thread to park, B next on its VP */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+    while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 20000000L);
+    atomic_store(&handover_word, 1);
+    tl_ult_wake(&handover_word, 1);
+    return NULL;
+}
+
+static void *wearer_b(void *p)
+{
+    (void)p;
+    ACHECK(tv == 77); /* the identity's TLS, as A left it */
+    atomic_store(&b_ran, 1);
+    return NULL;
+}
+
+static void test_handover(void)
+{
+    CHECK(tl_ult_identity_create(&shared_id) == 0);
+    tl_ult_config cfg;
+    tl_ult_config_init(&cfg);
+    cfg.nvps = 2;
+    cfg.pin = 0;
+    CHECK(tl_ult_init(&cfg) == 0);
+    tl_ult_attr a;
+    tl_ult_attr_init(&a);
+    a.identity = shared_id;
+    a.vp = 1;
+    a.bound = 1;
+    tl_ult_t ta, tb;
+    CHECK(tl_ult_create(&ta, &a, wearer_a, NULL) == 0);
+    while (!atomic_load(&a_running))
+        tl_cpu_relax();
+    a.vp = 0;
+    CHECK(tl_ult_create(&tb, &a, wearer_b, NULL) == 0);
+    int r = tl_ult_wait(&handover_word, 0);
+    CHECK(r == 0 || r == EAGAIN);
+    CHECK(atomic_load(&handover_word) == 1);
+    CHECK(tl_ult_join(ta, NULL) == 0);
+    CHECK(tl_ult_join(tb, NULL) == 0);
+    CHECK(atomic_load(&b_ran) == 1);
+    CHECK(tl_ult_finalize() == 0);
+    tl_ult_identity_destroy(shared_id);
+}
+
 /* ---- run_as_self ----------------------------------------------------------- */
 
 static void *lent(void *arg)
@@ -268,8 +339,10 @@ int main(void)
         CHECK(atomic_load(&async_failures) == 0);
         return check_report("ult.identity (not supported in this build)");
     }
+    alarm(30);
     test_identities();
     test_wear();
+    test_handover();
     test_run_as_self(0);
     test_run_as_self(1);
     CHECK(atomic_load(&async_failures) == 0);

@@ -98,6 +98,7 @@ static void free_vps(void)
             continue;
         tlu_deque_destroy(&vp->dq);
         free(vp->timers);
+        free(vp->seen);
         if (vp->sched_stack)
             munmap(vp->sched_stack, vp->sched_stack_size);
 #if TLU_TSAN
@@ -137,6 +138,9 @@ static int setup_vp(unsigned i, const int *cpus, int ncpus)
         return ENOMEM;
     memset(vp, 0, sizeof *vp);
     tlu_rt.vps[i] = vp;
+    vp->seen = calloc(tlu_rt.nvps, sizeof *vp->seen);
+    if (!vp->seen)
+        return ENOMEM;
     vp->id = i;
     vp->rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ (uint64_t)tlu_now_ns();
     if (!vp->rng)

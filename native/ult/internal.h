@@ -335,6 +335,8 @@ typedef struct tlu_vp {
     void *own_tcb;                    /* this kernel thread's TLS (fs base) */
     struct tl_ult_identity *worn;     /* identity worn now, NULL: its own */
     unsigned fwd_rr;                  /* round robin of a stopped VP's forwarding */
+    uint32_t polls;                   /* idle polls so far (vp_idle) */
+    struct tlu_vp_seen *seen;         /* per VP: its beat as last seen (tlu_vp_polling) */
 
     /* [owner-written, read by all] counters */
     _Atomic uint64_t n_created, n_exited, n_steals, n_inline, n_sleeps;
@@ -346,6 +348,8 @@ typedef struct tlu_vp {
     _Atomic(struct tlu_wd_share *) wd_inbox;    /* work descriptor slot */
     _Atomic uint32_t state TL_ALIGNED_CACHE_LINE;         /* enum tlu_vp_state */
     _Atomic uint32_t wake_seq;                 /* futex word */
+    _Atomic uint32_t spinning;                 /* idle, polling its queues (vp_idle) */
+    _Atomic uint32_t beat;                     /* bumped every 64 polls while spinning */
 } tlu_vp;
 
 /* ---- the runtime --------------------------------------------------- */
@@ -513,6 +517,8 @@ void tlu_sched_ready(tlu_vp *vp, tlu_thread *t, int handoff);
 void tlu_sched_push_new(tlu_vp *vp, tlu_thread *t);
 /* Any stealable or local work visible for vp (read-only probe). */
 int tlu_sched_has_work(tlu_vp *vp);
+/* Work in vp's own queues (no timers, nothing to steal). */
+int tlu_sched_has_own_work(tlu_vp *vp);
 void tlu_sched_inbox_push(tlu_vp *target, tlu_thread *t);
 
 /* Wake an idle VP if work was published and nobody is looking for it. */
@@ -536,6 +542,31 @@ static inline int tlu_vp_must_stop(const tlu_vp *vp)
 {
     return vp->id >= atomic_load_explicit(&tlu_rt.active, RLX);
 }
+struct tlu_vp_seen {
+    uint32_t beat;        /* the other VP's beat */
+    uint32_t polls;       /* this VP's polls when it changed */
+    uint32_t waiting;       /* its inbox or next slot held a thread when last looked at */
+    uint32_t waiting_polls; /* this VP's polls when it was first seen holding one */
+};
+
+/* Whether v (another VP) idles and polls its queues, so that what they
+ * hold it runs itself: a thief leaves them alone. Not when v stopped
+ * polling: its beat has not moved for 256 of self's polls (6 us or more:
+ * the kernel took its CPU), and then what it holds is stolen as from a
+ * busy VP. */
+int tlu_vp_polling(tlu_vp *self, tlu_vp *v);
+/* Whether busy VP v's inbox or next slot, found holding a thread now
+ * (`holds`), has held one at each of self's looks for 64 of self's polls
+ * (1.6 us or more): only then does self take from them. The owner takes
+ * what they hold as soon as its running thread parks or yields, usually
+ * within microseconds; taken at once, a region's workers pushed to their
+ * VPs ran one after the other on the thief (Go waits 3 us before it
+ * steals a P's runnext for the same reason). Any thread counts, not one:
+ * threads that take turns on a VP pass through its next slot. With idle
+ * VPs that do not spin (spin_us 0: more VPs than CPUs), at once. */
+int tlu_vp_waited(tlu_vp *self, tlu_vp *v, int holds);
+/* An active VP other than vp that is idle (spinning or asleep), or NULL. */
+tlu_vp *tlu_vp_idle_other(const tlu_vp *vp);
 /* An active VP other than vp for work a stopped VP gives away. */
 tlu_vp *tlu_vp_active_target(tlu_vp *vp);
 /* Wakes vp whether it sleeps idle or stopped (a stopped VP forwards what
@@ -761,6 +792,19 @@ static inline __attribute__((always_inline)) void tlu_switch_to(tlu_vp *vp, tlu_
             tlu_stack_overflow(cur, "canary overwritten");
         if (TLU_UNLIKELY(tlu_current_sp() < cur->stack_lo + TLU_CANARY_BYTES))
             tlu_stack_overflow(cur, "stack pointer below the stack");
+    }
+    if (TLU_UNLIKELY(next->ident && next->ident != vp->worn && vp->post_kind &&
+                     atomic_load_explicit(&next->ident->worn, RLX))) {
+        /* next's identity is still worn on another VP (a thread of that
+         * identity is leaving there, a recalled one replaces it) and this
+         * switch leaves a post action for after it, a lock released then:
+         * waiting for the identity here would hold that lock, which the
+         * leaving thread may need (the wake-up of a region's master took
+         * a parking lot's bucket the master's VP held: both VPs spun for
+         * good). The scheduler runs the post action, then takes next
+         * again. */
+        tlu_sched_ready(vp, next, 1);
+        next = &vp->sched;
     }
     if (TLU_UNLIKELY(next->state == TS_NEW))
         tlu_thread_prepare(vp, next);

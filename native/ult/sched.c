@@ -176,7 +176,11 @@ void tlu_sched_run_post(tlu_vp *vp)
 
 /* ---- picking ------------------------------------------------------------- */
 
-static void drain_inbox(tlu_vp *vp)
+/* Moves the inbox to the VP's queues, oldest first; with `take`, returns
+ * the oldest instead when another VP may run it (a thread woken into an
+ * idle VP's inbox runs at once, without a push and a take of the deque's
+ * fences). */
+static tlu_thread *drain_inbox(tlu_vp *vp, int take)
 {
     tlu_thread *l = atomic_exchange_explicit(&vp->inbox, NULL, ACQ);
     tlu_thread *rev = NULL;
@@ -185,6 +189,12 @@ static void drain_inbox(tlu_vp *vp)
         l->link = rev;
         rev = l;
         l = n;
+    }
+    tlu_thread *got = NULL;
+    if (take && rev && rev->bound_vp < 0) {
+        got = rev;
+        rev = rev->link;
+        got->link = NULL;
     }
     int pushed = 0;
     while (rev) {
@@ -197,8 +207,9 @@ static void drain_inbox(tlu_vp *vp)
         }
         rev = n;
     }
-    if (pushed > 1)
+    if (pushed > 1 || (got && pushed))
         tlu_sched_notify();
+    return got;
 }
 
 /* Other VPs are idle and our private queue holds several threads: move
@@ -236,7 +247,7 @@ static void publish_runq(tlu_vp *vp)
 static tlu_thread *pick_periodic(tlu_vp *vp)
 {
     if (atomic_load_explicit(&vp->inbox, RLX))
-        drain_inbox(vp);
+        drain_inbox(vp, 0);
     if (vp->ntimers)
         tlu_timers_fire(vp, tlu_now_ns());
     if (vp->runq_len > 1 && tlu_rt.nvps > 1 && atomic_load_explicit(&tlu_rt.nsleeping, RLX))
@@ -292,7 +303,13 @@ static tlu_thread *steal_work(tlu_vp *vp, int take_next)
     unsigned start = (unsigned)(vp->rng % n);
     for (unsigned i = 0; i < n; i++) {
         tlu_vp *v = tlu_rt.vps[(start + i) % n];
-        if (v == vp)
+        /* a VP that idles polls its own queues: what is there, it runs
+         * next. Taking it put the thief's threads and the one meant for
+         * that VP together and left that VP idle (a team's two threads
+         * then ran one after the other on one VP in 70-100% of the
+         * iterations of omp.sync parallel and barrier). Unless it stopped
+         * polling (tlu_vp_polling): then it is taken as from a busy VP */
+        if (v == vp || tlu_vp_polling(vp, v))
             continue;
         tlu_thread *t;
         int tries = 0;
@@ -301,12 +318,17 @@ static tlu_thread *steal_work(tlu_vp *vp, int take_next)
         } while (t == TLU_DEQUE_ABORT && ++tries < 8);
         if (t == TLU_DEQUE_ABORT)
             t = NULL;
-        if (!t && take_next && atomic_load_explicit(&v->next, RLX))
-            t = atomic_exchange_explicit(&v->next, NULL, ACQ);
         /* only from a running VP: a sleeping one was woken by the push */
-        if (!t && take_next && atomic_load_explicit(&v->inbox, RLX) &&
-            atomic_load_explicit(&v->state, RLX) == VP_RUNNING)
-            t = steal_inbox(vp, v);
+        if (!t && take_next &&
+            tlu_vp_waited(vp, v,
+                          atomic_load_explicit(&v->next, RLX) ||
+                              (atomic_load_explicit(&v->inbox, RLX) &&
+                               atomic_load_explicit(&v->state, RLX) == VP_RUNNING))) {
+            if (atomic_load_explicit(&v->next, RLX))
+                t = atomic_exchange_explicit(&v->next, NULL, ACQ);
+            if (!t && atomic_load_explicit(&v->inbox, RLX))
+                t = steal_inbox(vp, v);
+        }
         if (t) {
             TLU_OWNER_INC(vp->n_steals, 1);
             return t;
@@ -329,8 +351,7 @@ tlu_thread *tlu_sched_pick(tlu_vp *vp, int steal, int from_sched)
     if (TLU_LIKELY(t != NULL))
         return t;
     if (atomic_load_explicit(&vp->inbox, RLX)) {
-        drain_inbox(vp);
-        if ((t = pick_local(vp)))
+        if ((t = drain_inbox(vp, 1)) || (t = pick_local(vp)))
             return t;
     }
     if (vp->ntimers && tlu_timers_fire(vp, tlu_now_ns())) {
@@ -344,21 +365,29 @@ tlu_thread *tlu_sched_pick(tlu_vp *vp, int steal, int from_sched)
     return NULL;
 }
 
+int tlu_sched_has_own_work(tlu_vp *vp)
+{
+    return atomic_load_explicit(&vp->next, SEQ) || vp->runq_head || atomic_load_explicit(&vp->inbox, SEQ) ||
+           atomic_load_explicit(&vp->wd_inbox, SEQ) ||
+           atomic_load_explicit(&vp->dq.bottom, SEQ) > atomic_load_explicit(&vp->dq.top, SEQ);
+}
+
 int tlu_sched_has_work(tlu_vp *vp)
 {
-    if (atomic_load_explicit(&vp->next, SEQ) || vp->runq_head ||
-        atomic_load_explicit(&vp->inbox, SEQ) || atomic_load_explicit(&vp->wd_inbox, SEQ))
-        return 1;
-    if (atomic_load_explicit(&vp->dq.bottom, SEQ) > atomic_load_explicit(&vp->dq.top, SEQ))
+    if (tlu_sched_has_own_work(vp))
         return 1;
     if (vp->ntimers && tlu_timers_next(vp) <= tlu_now_ns())
         return 1;
     for (unsigned i = 0; i < tlu_rt.nvps; i++) {
         tlu_vp *v = tlu_rt.vps[i];
-        if (v == vp)
+        /* what a polling VP holds is its own (steal_work) */
+        if (v == vp || tlu_vp_polling(vp, v))
             continue;
-        if (atomic_load_explicit(&v->dq.bottom, SEQ) > atomic_load_explicit(&v->dq.top, SEQ) ||
-            atomic_load_explicit(&v->next, SEQ) || atomic_load_explicit(&v->inbox, SEQ))
+        if (atomic_load_explicit(&v->dq.bottom, SEQ) > atomic_load_explicit(&v->dq.top, SEQ))
+            return 1;
+        /* the thread a busy VP runs next, or was given, is stealable once
+         * it has waited (tlu_vp_waited) */
+        if (tlu_vp_waited(vp, v, atomic_load_explicit(&v->next, SEQ) || atomic_load_explicit(&v->inbox, SEQ)))
             return 1;
     }
     return 0;

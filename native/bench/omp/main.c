@@ -62,6 +62,39 @@ void ompb_delay(long length)
     tl_do_not_optimize(a);
 }
 
+/* libthreadlab-gomp's VP of the calling ULT (its threads move between
+ * VPs, which it binds to CPUs), found when the runtime is in place */
+static int (*place_vp)(void);
+
+int ompb_place(void)
+{
+    return place_vp ? place_vp() : sched_getcpu();
+}
+
+void ompb_sample_places(ompb_run *run, double (*time)(void *, uint64_t))
+{
+    for (int i = 0; i < run->n; i++)
+        memset(run->t[i].where, 0xff, sizeof run->t[i].where);
+    run->sampling = 1;
+    time(run, OMPB_SAMPLES);
+    run->sampling = 0;
+    unsigned shared = 0;
+    for (unsigned j = 0; j < OMPB_SAMPLES; j++) {
+        int same = 0;
+        for (int a = 0; a < run->n && !same; a++)
+            for (int b = 0; b < a && !same; b++)
+                same = run->t[a].where[j] >= 0 && run->t[a].where[j] == run->t[b].where[j];
+        shared += (unsigned)same;
+    }
+    tl_extra_num(run->ctx, "team_shared_place", (double)shared / OMPB_SAMPLES);
+    /* at most 1% of them: a runtime that moves its threads (a thread
+     * woken while its VP was busy) may share a VP for an iteration */
+    if (run->ctx->placement != TL_PLACE_UNBOUND)
+        tl_check(run->ctx, "team_apart", shared * 100 <= OMPB_SAMPLES, (double)shared,
+                 "%u of %d sampled iterations had two threads of the team on one %s (at most 1%% accepted)",
+                 shared, OMPB_SAMPLES, place_vp ? "VP" : "CPU");
+}
+
 double ompb_delays(const ompb_run *run, uint64_t count)
 {
     long len = run->delay_length;
@@ -212,6 +245,7 @@ int ompb_open(tl_ctx *ctx, ompb_run *run)
     int rc = runtime_in_place(ctx);
     if (rc != 0)
         return rc;
+    place_vp = (int (*)(void))dlsym(RTLD_DEFAULT, "threadlab_gomp_vp");
     run->n = (int)n;
     run->t = aligned_alloc(TL_CACHE_LINE, (size_t)n * sizeof *run->t);
     if (!run->t) {

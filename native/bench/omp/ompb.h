@@ -17,6 +17,9 @@
 
 #define OMPB_SUITE "omp"
 
+/* Iterations of the sampling pass (ompb_sample_places). */
+#define OMPB_SAMPLES 256
+
 /* One thread's counters, alone on its cache lines. */
 typedef struct {
     uint64_t work;    /* delays (or increments) this thread ran */
@@ -28,6 +31,8 @@ typedef struct {
      * VP is bound to (-1: none, or more than one). */
     long vp_tid;
     int vp_cpu;
+    /* Where it ran iteration j of the sampling pass (ompb_place). */
+    int16_t where[OMPB_SAMPLES];
 } TL_ALIGNED_CACHE_LINE ompb_thread;
 
 /* One point: the team, the delay, what the checks count. */
@@ -41,7 +46,30 @@ typedef struct {
     uint64_t expected;    /* what the counts must add up to */
     uint64_t small_teams; /* timings whose team had fewer than n threads */
     void *data;           /* the benchmark's own */
+    int sampling;         /* the sampling pass runs: OMPB_WHERE records */
 } ompb_run;
+
+/* The CPU, or for a runtime of user-level threads the virtual processor,
+ * running the calling thread now. */
+int ompb_place(void);
+
+/* In the constructs whose threads each run one delay per iteration and
+ * meet at its end: thread id ran iteration j there.  Outside the sampling
+ * pass a load and a branch not taken. */
+#define OMPB_WHERE(r, id, j)                                                                       \
+    do {                                                                                           \
+        if (__builtin_expect((r)->sampling, 0))                                                    \
+            (r)->t[id].where[(j) % OMPB_SAMPLES] = (int16_t)ompb_place();                          \
+    } while (0)
+
+/* After the timings: runs `time` for OMPB_SAMPLES iterations with OMPB_WHERE
+ * recording, and reports how many iterations had two threads of the team
+ * in one place (extra team_shared_place, the fraction): a runtime of
+ * user-level threads may run two OpenMP threads one after the other on
+ * one VP, and then the sample timed no team working at once.  With a
+ * placement (the threads on CPUs of their own) the check team_apart fails
+ * when more than 1% did. */
+void ompb_sample_places(ompb_run *run, double (*time)(void *, uint64_t));
 
 /* The model this program measures ("gomp", "llvmomp", ...). */
 extern const char *const ompb_model;

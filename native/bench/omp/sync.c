@@ -61,8 +61,10 @@ static double time_parallel(ompb_run *r, uint64_t iterations)
     for (uint64_t j = 0; j < iterations; j++) {
 #pragma omp parallel num_threads(r->n)
         {
+            int id = omp_get_thread_num();
             ompb_delay(len);
-            r->t[omp_get_thread_num()].work++;
+            r->t[id].work++;
+            OMPB_WHERE(r, id, j);
         }
     }
     return tl_ticks_to_ns(tl_now() - t0);
@@ -75,12 +77,14 @@ static double time_for(ompb_run *r, uint64_t iterations)
     uint64_t t0 = tl_now();
 #pragma omp parallel num_threads(n)
     {
-        ompb_thread *me = &r->t[omp_get_thread_num()];
+        int id = omp_get_thread_num();
+        ompb_thread *me = &r->t[id];
         for (uint64_t j = 0; j < iterations; j++) {
 #pragma omp for
             for (int i = 0; i < n; i++) {
                 ompb_delay(len);
                 me->work++;
+                OMPB_WHERE(r, id, j);
             }
         }
     }
@@ -98,8 +102,10 @@ static double time_for(ompb_run *r, uint64_t iterations)
         for (uint64_t j = 0; j < iterations; j++) {                                                         \
             _Pragma(clause)                                                                                 \
             for (int i = 0; i < (bound); i++) {                                                             \
+                int id = omp_get_thread_num();                                                              \
                 ompb_delay(len);                                                                            \
-                r->t[omp_get_thread_num()].work++;                                                          \
+                r->t[id].work++;                                                                            \
+                OMPB_WHERE(r, id, j);                                                                       \
             }                                                                                               \
         }                                                                                                   \
         return tl_ticks_to_ns(tl_now() - t0);                                                               \
@@ -126,6 +132,7 @@ static double time_barrier(ompb_run *r, uint64_t iterations)
         for (uint64_t j = 1; j <= iterations; j++) {
             ompb_delay(len);
             me->work++;
+            OMPB_WHERE(r, id, j);
             atomic_store_explicit(&me->arrived, base + j, memory_order_relaxed);
 #pragma omp barrier
             if (atomic_load_explicit(&next->arrived, memory_order_relaxed) < base + j)
@@ -221,6 +228,7 @@ static double time_reduction(ompb_run *r, uint64_t iterations)
         {
             ompb_delay(len);
             sum += 1;
+            OMPB_WHERE(r, omp_get_thread_num(), j);
         }
         d->reduced += sum;
     }
@@ -340,6 +348,11 @@ static int sync_run(tl_ctx *ctx)
         .min_iterations = d.c == C_NESTED ? 16 : 256,
     };
     rc = tl_measure(ctx, sync_time, &r, &spec);
+    /* the constructs whose threads each run a delay per iteration and meet
+     * at its end (the dynamic loop's thread may run several) */
+    if (rc == 0 && (d.c == C_PARALLEL || d.c == C_FOR || d.c == C_PARALLEL_FOR || d.c == C_BARRIER ||
+                    d.c == C_REDUCTION))
+        ompb_sample_places(&r, sync_time);
     omp_destroy_lock(&d.lock);
     if (rc == 0) {
         /* The counts: the exclusive and atomic constructs count in the

@@ -1289,6 +1289,40 @@ static void check_lastprivate_scan(void)
     EXPECT(bad == 0 && x == 2016, "inclusive scan: %d wrong, total %d", bad, x);
 }
 
+/* Back-to-back short regions, some with a late first task: a thread of
+ * a team may still be leaving one region (on another VP, wearing its TLS
+ * identity) when its successor of the next region, wearing the same
+ * identity, starts; a late task recalls workers that left the region's
+ * end. Sums, tasks and team sizes checked over 2000 regions (the switch
+ * to a thread whose identity is still worn elsewhere has its own test,
+ * ult.identity). */
+static void check_regions(void)
+{
+    long sum = 0, ran = 0;
+    int small = 0;
+    for (int r = 0; r < 2000; r++) {
+        int n = 0;
+#pragma omp parallel reduction(+ : sum)
+        {
+            sum += omp_get_thread_num() + 1;
+            if (omp_get_thread_num() == 0) {
+                n = omp_get_num_threads();
+                if (r % 10 == 0) {
+                    for (volatile int i = 0; i < 3000; i++)
+                        ;
+#pragma omp task
+                    __atomic_fetch_add(&ran, 1, __ATOMIC_RELAXED);
+                }
+            }
+        }
+        small += n < omp_get_max_threads() && !omp_get_dynamic();
+    }
+    long n = omp_get_max_threads();
+    EXPECT(sum == 2000 * n * (n + 1) / 2 && ran == 200 && small == 0,
+           "2000 regions: sum %ld (%ld expected), %ld of 200 late tasks ran, %d smaller teams", sum,
+           2000 * n * (n + 1) / 2, ran, small);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1310,6 +1344,7 @@ static const struct {
     {"threadprivate", check_threadprivate},
     {"icvs", check_icvs},
     {"lastprivate_scan", check_lastprivate_scan},
+    {"regions", check_regions},
 };
 
 int main(int argc, char **argv)

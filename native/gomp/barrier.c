@@ -49,7 +49,7 @@ static int may_spin(void)
 static void external_pause(unsigned *n)
 {
     if (++*n < 64) {
-        tlg_relax();
+        tl_cpu_relax();
     } else if (*n < 256) {
         sched_yield();
     } else {
@@ -71,7 +71,7 @@ void tlg_wait_word(_Atomic uint32_t *word, uint32_t val)
     if (may_spin()) {
         uint64_t end = tlg_now_ns() + tlg_env_v.spin_ns;
         for (unsigned i = 1;; i++) {
-            tlg_relax();
+            tl_cpu_relax();
             if (atomic_load_explicit(word, ACQ) != val)
                 return;
             if ((i & 63) == 0 && tlg_now_ns() >= end)
@@ -109,7 +109,7 @@ void tlg_wait_step(tlg_thread *thr, uint32_t seen, uint64_t *spun_since, tlg_tas
         uint64_t steps = *spun_since & 63;
         *spun_since = (*spun_since & ~UINT64_C(63)) | ((steps + 1) & 63);
         if (steps != 0) {
-            tlg_relax();
+            tl_cpu_relax();
             return;
         }
         uint64_t now = tlg_now_ns() & ~UINT64_C(63);
@@ -117,7 +117,7 @@ void tlg_wait_step(tlg_thread *thr, uint32_t seen, uint64_t *spun_since, tlg_tas
         if (since == 0)
             *spun_since |= since = now;
         if (now - since < tlg_env_v.spin_ns) {
-            tlg_relax();
+            tl_cpu_relax();
             return;
         }
     }

@@ -21,6 +21,7 @@
 #ifndef THREADLAB_GOMP_H
 #define THREADLAB_GOMP_H
 
+#include "threadlab/compiler.h"
 #include "threadlab/ult.h"
 #include "abi.h"
 
@@ -47,14 +48,6 @@
 
 typedef void (*tlg_fn)(void *);
 
-static inline void tlg_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#else
-    __asm__ volatile("" ::: "memory");
-#endif
-}
 typedef unsigned long long tlg_ull;
 
 /* Schedule kinds, as GCC passes them to GOMP_loop_start (libgomp's

@@ -30,7 +30,7 @@ static void ws_lock(tlg_ws *ws)
 {
     while (atomic_exchange_explicit(&ws->lock, 1, ACQ))
         while (atomic_load_explicit(&ws->lock, RLX))
-            tlg_relax();
+            tl_cpu_relax();
 }
 
 static void ws_unlock(tlg_ws *ws)

@@ -196,7 +196,7 @@ static void spin_lock(_Atomic uint32_t *l)
             if (++n % 1024 == 0 && tl_ult_self())
                 tl_ult_yield();
             else
-                tlg_relax();
+                tl_cpu_relax();
 }
 
 static void spin_unlock(_Atomic uint32_t *l)

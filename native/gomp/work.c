@@ -92,7 +92,7 @@ int tlg_ws_start(tlg_thread *thr)
          * kernel thread is not running): yield a while, then park on the
          * team's event word, which ws_changed bumps */
         if (!tl_ult_self()) {
-            tlg_relax();
+            tl_cpu_relax();
             if (n >= 64)
                 sched_yield();
         } else if (n < 16) {

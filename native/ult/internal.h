@@ -515,8 +515,10 @@ tlu_thread *tlu_sched_pick(tlu_vp *vp, int steal, int from_sched);
 void tlu_sched_ready(tlu_vp *vp, tlu_thread *t, int handoff);
 /* Publish a newly created / newly ready thread on vp's deque. */
 void tlu_sched_push_new(tlu_vp *vp, tlu_thread *t);
-/* Any stealable or local work visible for vp (read-only probe). */
-int tlu_sched_has_work(tlu_vp *vp);
+/* Any stealable or local work visible for vp. `patient`: what a busy VP's
+ * inbox or next slot holds counts only once it has waited there
+ * (tlu_vp_waited: the polls of a spinning VP); else at once. */
+int tlu_sched_has_work(tlu_vp *vp, int patient);
 /* Work in vp's own queues (no timers, nothing to steal). */
 int tlu_sched_has_own_work(tlu_vp *vp);
 void tlu_sched_inbox_push(tlu_vp *target, tlu_thread *t);

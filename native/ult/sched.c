@@ -372,7 +372,7 @@ int tlu_sched_has_own_work(tlu_vp *vp)
            atomic_load_explicit(&vp->dq.bottom, SEQ) > atomic_load_explicit(&vp->dq.top, SEQ);
 }
 
-int tlu_sched_has_work(tlu_vp *vp)
+int tlu_sched_has_work(tlu_vp *vp, int patient)
 {
     if (tlu_sched_has_own_work(vp))
         return 1;
@@ -386,8 +386,11 @@ int tlu_sched_has_work(tlu_vp *vp)
         if (atomic_load_explicit(&v->dq.bottom, SEQ) > atomic_load_explicit(&v->dq.top, SEQ))
             return 1;
         /* the thread a busy VP runs next, or was given, is stealable once
-         * it has waited (tlu_vp_waited) */
-        if (tlu_vp_waited(vp, v, atomic_load_explicit(&v->next, SEQ) || atomic_load_explicit(&v->inbox, SEQ)))
+         * it has waited (tlu_vp_waited); before a VP sleeps, at once: that
+         * VP's running thread may be spinning for it (a user-level wait on
+         * a flag), and a sleeping VP would never take it */
+        int holds = atomic_load_explicit(&v->next, SEQ) || atomic_load_explicit(&v->inbox, SEQ);
+        if (patient ? tlu_vp_waited(vp, v, holds) : holds)
             return 1;
     }
     return 0;

@@ -137,7 +137,7 @@ static int vp_idle(tlu_vp *vp)
     if (tlu_vp_must_stop(vp))
         return 0; /* sched_loop stops it */
     int stopping = atomic_load_explicit(&tlu_rt.stopping, ACQ) && vp_ends(vp);
-    if (stopping && !tlu_sched_has_work(vp))
+    if (stopping && !tlu_sched_has_work(vp, 0))
         return 1;
 
     /* 1. spin */
@@ -153,7 +153,7 @@ static int vp_idle(tlu_vp *vp)
          * their owners write, every 16th poll; the clock every 64th. */
         for (;;) {
             uint32_t polls = ++vp->polls;
-            if (tlu_sched_has_own_work(vp) || ((polls & 15) == 0 && tlu_sched_has_work(vp))) {
+            if (tlu_sched_has_own_work(vp) || ((polls & 15) == 0 && tlu_sched_has_work(vp, 1))) {
                 found = 1;
                 break;
             }
@@ -180,7 +180,7 @@ static int vp_idle(tlu_vp *vp)
     atomic_store_explicit(&vp->state, VP_SLEEPING, SEQ);
     atomic_fetch_add_explicit(&tlu_rt.nsleeping, 1, SEQ);
     stopping = atomic_load_explicit(&tlu_rt.stopping, SEQ) && vp_ends(vp);
-    int work = tlu_sched_has_work(vp) || tlu_vp_must_stop(vp);
+    int work = tlu_sched_has_work(vp, 0) || tlu_vp_must_stop(vp);
     if (!work && !stopping) {
         vp_sleep(vp, seq);
     }
@@ -313,7 +313,7 @@ static void sched_loop(tlu_vp *vp)
         if (vp->post_kind)
             tlu_sched_run_post(vp);
         if (TLU_UNLIKELY(tlu_vp_must_stop(vp))) {
-            if (stopped_round(vp) || !vp_ends(vp) || tlu_sched_has_work(vp))
+            if (stopped_round(vp) || !vp_ends(vp) || tlu_sched_has_work(vp, 0))
                 continue;
             return;
         }

@@ -281,12 +281,13 @@ int tl_ult_stack_bounds(void **lo, size_t *size);
 /* waiters (EBUSY).                                                    */
 /* ------------------------------------------------------------------ */
 
+/* Its waiters park on the state's address (tl_ult_wait): nothing else in
+ * it, and an unlock reads nothing of it after releasing it, so the mutex
+ * may be destroyed and freed as soon as it is unlocked. */
 typedef struct tl_ult_mutex {
     _Atomic uint32_t state; /* 0 free, 1 locked, 2 locked with waiters */
-    _Atomic uint32_t qlock; /* spinlock of the wait queue */
-    struct tl_ult_thread *head, *tail;
 } tl_ult_mutex;
-#define TL_ULT_MUTEX_INITIALIZER {0, 0, NULL, NULL}
+#define TL_ULT_MUTEX_INITIALIZER {0}
 
 int tl_ult_mutex_init(tl_ult_mutex *m);
 int tl_ult_mutex_destroy(tl_ult_mutex *m);

@@ -88,35 +88,30 @@ void tlg_team_event(tlg_team *team, int all)
         tl_ult_wake(&team->event, all ? INT_MAX : 1);
 }
 
-void tlg_wait_step(tlg_thread *thr, uint32_t seen, uint64_t *spun_since, tlg_task *ancestor)
+void tlg_wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *ancestor)
 {
     if (tlg_task_run_one(thr, ancestor)) {
-        *spun_since = 0;
+        *spin = (tlg_spin){0};
         return;
     }
     tlg_team *team = thr->team;
     tlg_task_flush(thr);
     if (!tl_ult_self()) {
-        unsigned n = (unsigned)(*spun_since)++;
-        external_pause(&n);
+        external_pause(&spin->steps);
         return;
     }
     if (may_spin()) {
         /* the caller looks again after one pause (25 ns on this project's
          * AMD machine: 32 of them made a spinning barrier slower than a
-         * parked one); the clock every 64th step. *spun_since counts the
-         * steps in its low 6 bits and holds the start above them. */
-        uint64_t steps = *spun_since & 63;
-        *spun_since = (*spun_since & ~UINT64_C(63)) | ((steps + 1) & 63);
-        if (steps != 0) {
+         * parked one); the clock every 64th step */
+        if (spin->steps++ & 63) {
             tl_cpu_relax();
             return;
         }
-        uint64_t now = tlg_now_ns() & ~UINT64_C(63);
-        uint64_t since = *spun_since & ~UINT64_C(63);
-        if (since == 0)
-            *spun_since |= since = now;
-        if (now - since < tlg_env_v.spin_ns) {
+        uint64_t now = tlg_now_ns();
+        if (!spin->since)
+            spin->since = now;
+        if (now - spin->since < tlg_env_v.spin_ns) {
             tl_cpu_relax();
             return;
         }
@@ -134,7 +129,7 @@ void tlg_wait_step(tlg_thread *thr, uint32_t seen, uint64_t *spun_since, tlg_tas
     if (park)
         tl_ult_wait(&team->event, seen);
     atomic_fetch_sub_explicit(&team->nparked, 1, RLX);
-    *spun_since = 0;
+    *spin = (tlg_spin){0};
 }
 
 bool tlg_barrier(tlg_thread *thr)
@@ -142,7 +137,7 @@ bool tlg_barrier(tlg_thread *thr)
     tlg_team *team = thr->team;
     if (!team)
         return false;
-    uint64_t spun = 0;
+    tlg_spin spun = {0};
     tlg_task_flush(thr);
     if (team->nthreads == 1) {
         for (;;) {

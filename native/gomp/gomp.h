@@ -376,10 +376,16 @@ bool tlg_barrier(tlg_thread *thr);
 void tlg_team_event(tlg_team *team, int all);
 /* Spins (as OMP_WAIT_POLICY says), then parks, while *word == val. */
 void tlg_wait_word(_Atomic uint32_t *word, uint32_t val);
+/* A waiter's spin so far, across its tlg_wait_step calls (zeroed before
+ * the first: tlg_spin spin = {0}): steps taken, and when it began. */
+typedef struct {
+    uint64_t since;
+    unsigned steps;
+} tlg_spin;
 /* One step of waiting for a team condition that a task may fulfil: runs
  * a task if one can run, else spins or parks on the team's event word
  * (seen before the condition was checked). */
-void tlg_wait_step(tlg_thread *thr, uint32_t seen_event, uint64_t *spun_since, tlg_task *ancestor);
+void tlg_wait_step(tlg_thread *thr, uint32_t seen_event, tlg_spin *spin, tlg_task *ancestor);
 
 /* ---- work shares (work.c) ----------------------------------------------- */
 

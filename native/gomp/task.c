@@ -601,7 +601,7 @@ int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor)
 static void wait_count(tlg_thread *thr, _Atomic long *count, long until)
 {
     tlg_team *team = thr->team;
-    uint64_t spun = 0;
+    tlg_spin spun = {0};
     for (;;) {
         uint32_t ev = team ? atomic_load_explicit(&team->event, ACQ) : 0;
         if (atomic_load_explicit(count, SEQ) == until)
@@ -635,7 +635,7 @@ static void wait_for_deps(tlg_thread *thr, void **depend)
     deps_register(parent, &w, 0);
     if (atomic_fetch_sub_explicit(&w.npred, 1, ACQREL) != 1) {
         tlg_team *team = thr->team;
-        uint64_t spun = 0;
+        tlg_spin spun = {0};
         for (;;) {
             uint32_t ev = atomic_load_explicit(&team->event, ACQ);
             if (atomic_load_explicit(&w.npred, ACQ) == 0)
@@ -762,7 +762,7 @@ static void run_undeferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)
         /* it completes when its event is fulfilled */
         if (!thr->team)
             tlg_fatal("a detached task outside any team waits for an event no task can fulfil");
-        uint64_t spun = 0;
+        tlg_spin spun = {0};
         for (;;) {
             uint32_t ev = atomic_load_explicit(&thr->team->event, ACQ);
             if (!atomic_load_explicit(&t->detach_left, ACQ))
@@ -849,17 +849,26 @@ static void submit(tlg_thread *thr, tlg_task *t)
  * once before it looks at the queue again (a quarter of the cutoff: the
  * others still have plenty to steal meanwhile). */
 #define TLG_CUTOFF_CREDIT 16
-static int must_run_now(tlg_thread *thr, bool if_clause)
+/* must_run_now's part that reads only the thread's own fields (no call:
+ * GOMP_task's fast path): undeferred, or credit left past the cutoff. */
+static inline int run_now_cheap(tlg_thread *thr, bool if_clause)
 {
     if (!if_clause || !thr->team)
+        return 1;
+    if (thr->inline_credit && thr->inline_depth < TLG_INLINE_DEPTH) {
+        thr->inline_credit--;
+        return 1;
+    }
+    return 0;
+}
+
+static int must_run_now(tlg_thread *thr, bool if_clause)
+{
+    if (run_now_cheap(thr, if_clause))
         return 1;
     /* the thread's own fields first: the current task's final flag is
      * one more dependent load, needed only below the cutoff */
     if (thr->inline_depth < TLG_INLINE_DEPTH) {
-        if (thr->inline_credit) {
-            thr->inline_credit--;
-            return 1;
-        }
         if (tl_ult_deque_size(thr->tq) >= TLG_CUTOFF) {
             thr->inline_credit = TLG_CUTOFF_CREDIT - 1;
             return 1;
@@ -951,16 +960,10 @@ TLG_EXPORT void GOMP_task(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), 
      * with no call before it (so no registers to save: anything else,
      * its first 16th task past the cutoff included, is task_general) */
     tlg_thread *thr = tlg_env_v.tls_mode == TLG_TLS_IDENTITY ? tlg_tls_cur : NULL;
-    if (TLG_LIKELY(thr && !cpyfn && !(flags & (TLG_TASK_DETACH | TLG_TASK_DEPEND)))) {
-        if (!if_clause || !thr->team) {
-            run_inline(thr, fn, data, NULL, 1, flags);
-            return;
-        }
-        if (TLG_LIKELY(thr->inline_credit && thr->inline_depth < TLG_INLINE_DEPTH)) {
-            thr->inline_credit--;
-            run_inline(thr, fn, data, NULL, 1, flags);
-            return;
-        }
+    if (TLG_LIKELY(thr && !cpyfn && !(flags & (TLG_TASK_DETACH | TLG_TASK_DEPEND))) &&
+        run_now_cheap(thr, if_clause)) {
+        run_inline(thr, fn, data, NULL, 1, flags);
+        return;
     }
     task_general(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, detach);
 }

@@ -443,7 +443,7 @@ static void spawn_workers(tlg_team *team)
 static void worker_end(tlg_thread *me, int for_master)
 {
     tlg_team *team = me->team;
-    uint64_t spun = 0;
+    tlg_spin spun = {0};
     for (;;) {
         uint32_t ev = atomic_load_explicit(&team->event, ACQ);
         if (tlg_tasks_done(me, team)) {
@@ -502,7 +502,7 @@ static void region_end(struct region *r)
     tlg_team *team = r->team;
     tlg_thread *me = member(team, 0);
     unsigned n = team->nthreads;
-    uint64_t spun = 0;
+    tlg_spin spun = {0};
     /* workers waiting for more tasks may leave once none is pending (the
      * Dekker pair with worker_end: set, then bump the event it read) */
     atomic_store_explicit(&team->master_ending, 1, SEQ);

@@ -567,8 +567,6 @@ int tlu_vp_polling(tlu_vp *self, tlu_vp *v);
  * threads that take turns on a VP pass through its next slot. With idle
  * VPs that do not spin (spin_us 0: more VPs than CPUs), at once. */
 int tlu_vp_waited(tlu_vp *self, tlu_vp *v, int holds);
-/* An active VP other than vp that is idle (spinning or asleep), or NULL. */
-tlu_vp *tlu_vp_idle_other(const tlu_vp *vp);
 /* An active VP other than vp for work a stopped VP gives away. */
 tlu_vp *tlu_vp_active_target(tlu_vp *vp);
 /* Wakes vp whether it sleeps idle or stopped (a stopped VP forwards what

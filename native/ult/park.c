@@ -15,14 +15,7 @@
  * that VP is active and is not the waker's (its inbox, which wakes it):
  * a barrier's release then resumes every waiter where its data is, instead
  * of piling all of them on the waker's VP for the others to steal. A
- * waiter parked on the waker's VP goes to a VP that idles, if one does:
- * otherwise two threads that alternate (a barrier of two, a lock passed
- * back and forth) stay on one VP for good, since the idle VP can steal
- * the woken one only until the waker parks again, and with short work
- * between the two that never happens (measured: the two threads of a
- * team shared one VP in 96% of a barrier loop's iterations, the other VP
- * idle). Without an idle VP a single waiter goes to the waker's
- * next-to-run slot.
+ * single waiter parked on the waker's VP goes to its next-to-run slot.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -97,11 +90,9 @@ int tl_ult_wake(_Atomic uint32_t *addr, int n)
         t = woken;
         woken = t->link;
         t->link = NULL;
-        tlu_vp *home = t->vp, *idle;
+        tlu_vp *home = t->vp;
         if (t->bound_vp < 0 && home && home != me && !tlu_vp_must_stop(home))
             tlu_sched_inbox_push(home, t);
-        else if (t->bound_vp < 0 && me && (idle = tlu_vp_idle_other(me)))
-            tlu_sched_inbox_push(idle, t);
         else
             tlu_sched_ready(me, t, count == 1);
     }

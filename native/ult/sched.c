@@ -292,6 +292,15 @@ static tlu_thread *steal_inbox(tlu_vp *vp, tlu_vp *victim)
     return got;
 }
 
+/* Whether v, busy, holds a thread a thief may take once it has waited
+ * (tlu_vp_waited): in its next slot, or in its inbox while it runs (a
+ * sleeping VP was woken by the push and takes it itself). */
+static int holds_for_thief(tlu_vp *v)
+{
+    return atomic_load_explicit(&v->next, SEQ) ||
+           (atomic_load_explicit(&v->inbox, SEQ) && atomic_load_explicit(&v->state, SEQ) == VP_RUNNING);
+}
+
 static tlu_thread *steal_work(tlu_vp *vp, int take_next)
 {
     unsigned n = tlu_rt.nvps;
@@ -318,12 +327,7 @@ static tlu_thread *steal_work(tlu_vp *vp, int take_next)
         } while (t == TLU_DEQUE_ABORT && ++tries < 8);
         if (t == TLU_DEQUE_ABORT)
             t = NULL;
-        /* only from a running VP: a sleeping one was woken by the push */
-        if (!t && take_next &&
-            tlu_vp_waited(vp, v,
-                          atomic_load_explicit(&v->next, RLX) ||
-                              (atomic_load_explicit(&v->inbox, RLX) &&
-                               atomic_load_explicit(&v->state, RLX) == VP_RUNNING))) {
+        if (!t && take_next && tlu_vp_waited(vp, v, holds_for_thief(v))) {
             if (atomic_load_explicit(&v->next, RLX))
                 t = atomic_exchange_explicit(&v->next, NULL, ACQ);
             if (!t && atomic_load_explicit(&v->inbox, RLX))
@@ -389,7 +393,7 @@ int tlu_sched_has_work(tlu_vp *vp, int patient)
          * it has waited (tlu_vp_waited); before a VP sleeps, at once: that
          * VP's running thread may be spinning for it (a user-level wait on
          * a flag), and a sleeping VP would never take it */
-        int holds = atomic_load_explicit(&v->next, SEQ) || atomic_load_explicit(&v->inbox, SEQ);
+        int holds = holds_for_thief(v);
         if (patient ? tlu_vp_waited(vp, v, holds) : holds)
             return 1;
     }

@@ -218,19 +218,6 @@ int tlu_vp_waited(tlu_vp *self, tlu_vp *v, int holds)
     return self->polls - seen->waiting_polls >= 64;
 }
 
-tlu_vp *tlu_vp_idle_other(const tlu_vp *vp)
-{
-    if (!(atomic_load_explicit(&tlu_rt.nspinning, RLX) | atomic_load_explicit(&tlu_rt.nsleeping, RLX)))
-        return NULL;
-    unsigned n = atomic_load_explicit(&tlu_rt.active, RLX);
-    for (unsigned i = 1; i < n; i++) {
-        tlu_vp *v = tlu_rt.vps[(vp->id + i) % n];
-        if (atomic_load_explicit(&v->spinning, RLX) || atomic_load_explicit(&v->state, RLX) == VP_SLEEPING)
-            return v;
-    }
-    return NULL;
-}
-
 /* ---- stopped VPs (tl_ult_set_active_vps) -------------------------------- */
 
 tlu_vp *tlu_vp_active_target(tlu_vp *vp)

@@ -84,6 +84,10 @@ def test_every_construct_on_every_runtime(tmp_path: Path) -> None:
             assert RUNTIMES[model] in r["extra"]["runtime_library"]
             # EPCC: the reference (the delay alone, one thread) is subtracted
             assert r["overhead_ns"] is not None and r["extra"]["delay_ns"] > 0
+            # the machine's cross-CPU hand-off, measured at the point (its
+            # team apart); a 2-CPU virtual machine's host changes it
+            handoff = r["extra"]["line_handoff_ns"]
+            assert 0 < handoff < 1e6, handoff
 
 
 @needs_omp
@@ -107,6 +111,8 @@ def test_the_asan_build_measures_cleanly(tmp_path: Path) -> None:
     failed = [f"{r['model']} {r['benchmark']} {r['params']}: {r['reason']}" for r in records if r["status"] == "failed"]
     assert records and failed == [], "\n".join(failed)
     assert code == 0, err
+    # a team that is not placed has no two CPUs of its own to measure between
+    assert not [r for r in records if "line_handoff_ns" in r.get("extra", {})]
 
 
 @pytest.mark.skipif("gomp" not in BUILT or not os.access(REAL_NATIVE_DIR / "threadlab-crosscheck-omp", os.X_OK),

@@ -119,11 +119,13 @@ void tlg_wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *anc
     /* the Dekker pair with queue_task (which queues, fences, then reads
      * nparked): count, then look. A region that never queued a task
      * (tasks_seen, set before the first is queued, read seq_cst) needs
-     * no fence here */
+     * no fence here; one that did pays the sleeper's side of the
+     * asymmetric pair (a membarrier), so that each queued task costs its
+     * creator no fence */
     atomic_fetch_add_explicit(&team->nparked, 1, SEQ);
     int park = !atomic_load_explicit(&team->tasks_seen, SEQ);
     if (!park) {
-        atomic_thread_fence(SEQ);
+        tl_ult_fence_sleeper();
         park = !tlg_task_queued(team);
     }
     if (park)

@@ -258,6 +258,12 @@ typedef struct tlg_thread {
     tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
     tlg_task *free_tasks;     /* recycled task memory */
     unsigned nfree_tasks;
+    /* memory of tasks of one other thread of its team (gone_home) that
+     * it freed, chained from gone_head to gone_tail, handed back
+     * gone_count at a time (task.c) */
+    unsigned gone_count;
+    struct tlg_thread *gone_home;
+    tlg_task *gone_head, *gone_tail;
     unsigned inline_depth;    /* tasks running now on its stack, nested (run now, not queued) */
     unsigned inline_credit;   /* tasks it may still run at once before it looks at its queue again */
     long pending_done;        /* tasks of its team it finished, not yet subtracted from task_pending */
@@ -282,6 +288,8 @@ struct tlg_team {
     _Atomic int tasks_seen;
     _Atomic int master_ending;
     unsigned level, active_level;
+    unsigned team_num, num_teams; /* the master's (host teams) */
+    int ws0;                  /* the region starts with work share 0 set up (combined loop) */
     tlg_fn fn;
     void *data;
     tlg_icv icv;              /* the members' implicit tasks start with it */
@@ -441,7 +449,7 @@ int tlg_task_queued(tlg_team *team);
 void tlg_task_flush_some(tlg_thread *thr);
 static inline void tlg_task_flush(tlg_thread *thr)
 {
-    if (thr->pending_done | thr->pending_credit)
+    if (thr->pending_done | thr->pending_credit | thr->gone_count)
         tlg_task_flush_some(thr);
 }
 /* Whether no task of the team is pending, settling the caller's counts

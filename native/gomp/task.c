@@ -66,6 +66,7 @@
 #define SMALL_TASK 512
 #define FREE_MAX 64
 #define REMOTE_FREE_MAX 256
+#define REMOTE_BATCH 16
 
 /* ---- memory ----------------------------------------------------------------- *
  *
@@ -75,7 +76,13 @@
  * home's remote list, which the home takes whole when its own is empty.
  * So a thread that creates tasks others run (a master creating them all)
  * reuses its memory instead of allocating each task while the thieves
- * free theirs into its malloc arena. */
+ * free theirs into its malloc arena. A thread of the same team chains
+ * what it frees of one home and hands the chain back REMOTE_BATCH at a
+ * time, and before it waits (tlg_task_flush): one exchange of the home's
+ * line per batch, not per task. A region ends only once every thread of
+ * its team has flushed, so the home still exists when its memory comes
+ * back. The home prefetches the next piece of its list as it takes one:
+ * its lines were last written by the thread that freed it. */
 
 static tlg_task *task_alloc(tlg_thread *thr, size_t size)
 {
@@ -87,9 +94,15 @@ static tlg_task *task_alloc(tlg_thread *thr, size_t size)
             thr->nfree_tasks = (unsigned)atomic_exchange_explicit(&thr->remote_count, 0, RLX);
         }
         if (t) {
-            thr->free_tasks = t->next_free;
+            tlg_task *next = t->next_free;
+            thr->free_tasks = next;
             if (thr->nfree_tasks)
                 thr->nfree_tasks--;
+            if (next) {
+                __builtin_prefetch(next, 1);
+                __builtin_prefetch((char *)next + TLG_LINE, 1);
+                __builtin_prefetch((char *)next + 2 * TLG_LINE, 1);
+            }
         } else {
             t = tlg_aligned_alloc(TLG_LINE, SMALL_TASK);
         }
@@ -111,6 +124,31 @@ static tlg_task *task_alloc(tlg_thread *thr, size_t size)
     return t;
 }
 
+static void remote_push(tlg_thread *home, tlg_task *head, tlg_task *tail, unsigned n)
+{
+    if (atomic_load_explicit(&home->remote_count, RLX) >= REMOTE_FREE_MAX) {
+        for (tlg_task *t = head, *next; t; t = next) {
+            next = t == tail ? NULL : t->next_free;
+            free(t);
+        }
+        return;
+    }
+    /* nothing of the list is read here: the home may be reusing it */
+    tlg_task *old = atomic_load_explicit(&home->remote_free, RLX);
+    do
+        tail->next_free = old;
+    while (!atomic_compare_exchange_weak_explicit(&home->remote_free, &old, head, REL, RLX));
+    atomic_fetch_add_explicit(&home->remote_count, n, RLX);
+}
+
+static void gone_hand_back(tlg_thread *thr)
+{
+    remote_push(thr->gone_home, thr->gone_head, thr->gone_tail, thr->gone_count);
+    thr->gone_home = NULL;
+    thr->gone_head = thr->gone_tail = NULL;
+    thr->gone_count = 0;
+}
+
 static void task_free(tlg_thread *thr, tlg_task *t)
 {
     tlg_thread *home = t->home;
@@ -124,15 +162,20 @@ static void task_free(tlg_thread *thr, tlg_task *t)
         } else {
             free(t);
         }
-    } else if (atomic_load_explicit(&home->remote_count, RLX) >= REMOTE_FREE_MAX) {
-        free(t);
+    } else if (thr && thr->team && thr->team == home->team) {
+        if (thr->gone_home != home) {
+            if (thr->gone_count)
+                gone_hand_back(thr);
+            thr->gone_home = home;
+            thr->gone_tail = t;
+        }
+        t->next_free = thr->gone_head;
+        thr->gone_head = t;
+        if (++thr->gone_count == REMOTE_BATCH)
+            gone_hand_back(thr);
     } else {
-        /* nothing of the list is read here: the home may be reusing it */
-        tlg_task *head = atomic_load_explicit(&home->remote_free, RLX);
-        do
-            t->next_free = head;
-        while (!atomic_compare_exchange_weak_explicit(&home->remote_free, &head, t, REL, RLX));
-        atomic_fetch_add_explicit(&home->remote_count, 1, RLX);
+        t->next_free = NULL;
+        remote_push(home, t, t, 1);
     }
 }
 
@@ -173,6 +216,14 @@ void tlg_task_thread_fini(tlg_thread *thr)
 {
     tl_ult_deque_destroy(thr->tq);
     thr->tq = NULL;
+    /* flushed at its last wait; its home may be finalised already */
+    for (tlg_task *t = thr->gone_head, *next; thr->gone_count && t; t = next) {
+        next = t == thr->gone_tail ? NULL : t->next_free;
+        free(t);
+    }
+    thr->gone_head = thr->gone_tail = NULL;
+    thr->gone_home = NULL;
+    thr->gone_count = 0;
     tlg_task *remote = atomic_exchange_explicit(&thr->remote_free, NULL, ACQ);
     for (int pass = 0; pass < 2; pass++) {
         tlg_task *t = pass ? remote : thr->free_tasks;
@@ -466,7 +517,7 @@ static void queue_task(tlg_thread *thr, tlg_task *t)
         atomic_store_explicit(&team->orphans, t, RLX);
         spin_unlock(&team->orphan_lock);
     }
-    atomic_thread_fence(SEQ); /* the Dekker pair with tlg_wait_step: queue, then look */
+    tl_ult_fence_publisher(); /* the Dekker pair with tlg_wait_step: queue, then look */
     if (atomic_load_explicit(&team->nparked, RLX))
         tlg_team_event(team, 1);
 }
@@ -487,7 +538,11 @@ int tlg_task_queued(tlg_team *team)
 
 void tlg_task_flush_some(tlg_thread *thr)
 {
+    if (thr->gone_count)
+        gone_hand_back(thr);
     long n = thr->pending_done + thr->pending_credit;
+    if (!n)
+        return;
     thr->pending_done = 0;
     thr->pending_credit = 0;
     tlg_team *team = thr->team;
@@ -571,7 +626,7 @@ int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor)
     tlg_team *team = thr->team;
     if (!team || !atomic_load_explicit(&team->tasks_seen, RLX))
         return 0;
-    tlg_task *t = tl_ult_deque_size(thr->tq) > 0 ? tl_ult_deque_take(thr->tq) : NULL;
+    tlg_task *t = tl_ult_deque_holds(thr->tq, 1) ? tl_ult_deque_take(thr->tq) : NULL;
     if (t && ancestor && !descends(t, ancestor)) {
         tl_ult_deque_push(thr->tq, t);
         t = NULL;
@@ -869,7 +924,7 @@ static int must_run_now(tlg_thread *thr, bool if_clause)
     /* the thread's own fields first: the current task's final flag is
      * one more dependent load, needed only below the cutoff */
     if (thr->inline_depth < TLG_INLINE_DEPTH) {
-        if (tl_ult_deque_size(thr->tq) >= TLG_CUTOFF) {
+        if (tl_ult_deque_holds(thr->tq, TLG_CUTOFF)) {
             thr->inline_credit = TLG_CUTOFF_CREDIT - 1;
             return 1;
         }

@@ -328,11 +328,35 @@ struct region {
 
 static void worker_end(tlg_thread *me, int for_master);
 
+/* Thread m's state for its team's region, but what others may read before
+ * it runs (team, id, end_state, identity: region_start). Each worker sets
+ * its own as it starts, so that its lines stay in its cache: written by
+ * the master, about eight lines per worker crossed to the master's CPU
+ * and back every region. */
+static void member_init(tlg_team *team, tlg_thread *m)
+{
+    m->level = team->level;
+    m->active_level = team->active_level;
+    m->team_num = team->team_num;
+    m->num_teams = team->num_teams;
+    m->inline_credit = 0;
+    m->pending_credit = 0;
+    init_implicit(m, &team->icv);
+    m->implicit.taskgroup = team->par_taskgroup;
+    m->ws_seq = team->ws0 ? 1 : 0;
+    m->ws = team->ws0 ? &team->ws[0] : NULL;
+    m->single_count = 0;
+    m->static_trip = 0;
+    m->ord_held = 0;
+    m->prev = NULL;
+}
+
 static void *worker_main(void *p)
 {
     tlg_thread *me = p;
     set_current(me);
     tlg_team *team = me->team;
+    member_init(team, me);
     team->fn(team->data);
     worker_end(me, 1);
     return NULL;
@@ -348,6 +372,9 @@ static void region_start(struct region *r)
     team->nthreads = n;
     team->level = thr->level + 1;
     team->active_level = thr->active_level + (n > 1);
+    team->team_num = thr->team_num;
+    team->num_teams = thr->num_teams;
+    team->ws0 = r->ws0 != NULL;
     team->fn = r->fn;
     team->data = r->data;
     team->icv = thr->task->icv;
@@ -379,23 +406,10 @@ static void region_start(struct region *r)
         team->threads[k] = m;
         m->team = team;
         m->id = k;
-        m->level = team->level;
-        m->active_level = team->active_level;
-        m->team_num = thr->team_num;
-        m->num_teams = thr->num_teams;
-        m->inline_credit = 0;
-        m->pending_credit = 0;
         atomic_store_explicit(&m->end_state, TLG_END_RUNNING, RLX);
-        init_implicit(m, &team->icv);
-        m->implicit.taskgroup = team->par_taskgroup;
-        m->ws_seq = r->ws0 ? 1 : 0;
-        m->ws = r->ws0 ? &team->ws[0] : NULL;
-        m->single_count = 0;
-        m->static_trip = 0;
-        m->ord_held = 0;
-        m->prev = NULL;
         m->identity = NULL;
     }
+    member_init(team, member(team, 0));
     member(team, 0)->prev = thr;
     set_current(member(team, 0));
     if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY)
@@ -578,6 +592,7 @@ static void *claimed_part(void *p)
 {
     tlg_thread *m = p;
     set_current(m);
+    member_init(m->team, m);
     m->team->fn(m->team->data);
     worker_end(m, 0);
     return NULL;
@@ -608,6 +623,7 @@ static void wd_part(unsigned id, unsigned nparts, void *p)
     }
     tl_ult_wear(m->identity);
     tlg_tls_cur = m; /* in the worn TLS: this VP context is thread id now */
+    member_init(team, m);
     team->fn(team->data);
     worker_end(m, 0);
     tlg_tls_cur = NULL;

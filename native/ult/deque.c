@@ -40,6 +40,7 @@ int tlu_deque_init(tlu_deque *q, int64_t capacity)
     atomic_init(&q->top, 0);
     atomic_init(&q->bottom, 0);
     atomic_init(&q->array, a);
+    q->top_seen = 0;
     return 0;
 }
 
@@ -87,6 +88,7 @@ void *tlu_deque_take_ex(tlu_deque *q, int fenced)
     if (tlu_rt.nvps == 1 && !fenced) {
         /* no thief exists (external threads use the inboxes): no fence */
         int64_t t = atomic_load_explicit(&q->top, RLX);
+        q->top_seen = t;
         if (t > b)
             return NULL;
         atomic_store_explicit(&q->bottom, b, RLX);
@@ -94,6 +96,7 @@ void *tlu_deque_take_ex(tlu_deque *q, int fenced)
     }
     atomic_store_explicit(&q->bottom, b, SEQ);
     int64_t t = atomic_load_explicit(&q->top, SEQ);
+    q->top_seen = t;
     void *x = NULL;
     if (t <= b) {
         x = atomic_load_explicit(&a->buf[b & a->mask], RLX);
@@ -165,6 +168,11 @@ void *tl_ult_deque_steal(tl_ult_deque *d)
 {
     void *x = tlu_deque_steal(&d->q);
     return x == TLU_DEQUE_ABORT ? NULL : x;
+}
+
+int tl_ult_deque_holds(tl_ult_deque *d, long n)
+{
+    return tlu_deque_holds(&d->q, n);
 }
 
 long tl_ult_deque_size(tl_ult_deque *d)

@@ -208,6 +208,11 @@ typedef struct tlu_deque {
     _Atomic int64_t top TL_ALIGNED_CACHE_LINE;           /* thieves CAS it */
     _Atomic int64_t bottom TL_ALIGNED_CACHE_LINE;        /* owner writes it */
     _Atomic(tlu_deque_array *) array;
+    /* The owner's last reading of top (acquired). Thieves only raise top,
+     * so bottom - top_seen bounds the size from above: push and
+     * tlu_deque_holds read top, a line each steal takes from the owner,
+     * only when that bound cannot decide. */
+    int64_t top_seen;
 } tlu_deque;
 
 int tlu_deque_init(tlu_deque *q, int64_t capacity);
@@ -229,12 +234,26 @@ void *tlu_deque_steal(tlu_deque *q);
 static inline void tlu_deque_push(tlu_deque *q, void *t)
 {
     int64_t b = atomic_load_explicit(&q->bottom, RLX);
-    int64_t top = atomic_load_explicit(&q->top, ACQ);
     tlu_deque_array *a = atomic_load_explicit(&q->array, RLX);
-    if (TLU_UNLIKELY(b - top > a->mask))
-        a = tlu_deque_grow(q, a, top, b);
+    /* the slot reused is below top_seen: its thief's read of it happened
+     * before the CAS that the acquire of top_seen saw */
+    if (TLU_UNLIKELY(b - q->top_seen > a->mask)) {
+        q->top_seen = atomic_load_explicit(&q->top, ACQ);
+        if (b - q->top_seen > a->mask)
+            a = tlu_deque_grow(q, a, q->top_seen, b);
+    }
     atomic_store_explicit(&a->buf[b & a->mask], t, RLX);
     atomic_store_explicit(&q->bottom, b + 1, REL);
+}
+
+/* Owner: whether at least n elements are queued. */
+static inline int tlu_deque_holds(tlu_deque *q, int64_t n)
+{
+    int64_t b = atomic_load_explicit(&q->bottom, RLX);
+    if (b - q->top_seen < n)
+        return 0;
+    q->top_seen = atomic_load_explicit(&q->top, ACQ);
+    return b - q->top_seen >= n;
 }
 
 /* Size as seen by the owner; may overestimate (a stale top), never reports
@@ -630,6 +649,7 @@ static inline void *tlu_read_tp(void)
 #endif
 }
 void tlu_identity_init(void);
+void tlu_fence_init(void); /* park.c: registers for membarrier(2) */
 
 /* ---- others --------------------------------------------------------- */
 

@@ -22,6 +22,11 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <linux/membarrier.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define PARK_BUCKETS 256
 
@@ -97,4 +102,44 @@ int tl_ult_wake(_Atomic uint32_t *addr, int n)
             tlu_sched_ready(me, t, count == 1);
     }
     return count;
+}
+
+/* ---- the asymmetric Dekker pair (tl_ult_fence_publisher / _sleeper) ---- */
+
+/* Set once, before any VP starts; membarrier registration lasts as long
+ * as the process. */
+static int membarrier_ok;
+
+void tlu_fence_init(void)
+{
+#if !TLU_TSAN
+    const char *env = getenv("TL_ULT_MEMBARRIER");
+    if (membarrier_ok || (env && strcmp(env, "0") == 0))
+        return;
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+        return;
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0)
+        return;
+    membarrier_ok = 1;
+#endif
+}
+
+void tl_ult_fence_publisher(void)
+{
+    if (membarrier_ok)
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
+void tl_ult_fence_sleeper(void)
+{
+    if (!membarrier_ok) {
+        atomic_thread_fence(memory_order_seq_cst);
+        return;
+    }
+    /* publishers rely on it: a failure here would lose wake-ups */
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        tlu_die("threadlab-ult: membarrier(PRIVATE_EXPEDITED) failed after registration (errno %d)", errno);
 }

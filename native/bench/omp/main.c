@@ -380,6 +380,12 @@ void ompb_checks(ompb_run *run, const char *what)
     tl_extra_str(ctx, "runtime_library", library ? library : "");
     tl_extra_num(ctx, "delay_ns", run->delay_ns);
     tl_extra_num(ctx, "delay_length", (double)run->delay_length);
+    /* the figures of a team apart are made of such hand-offs */
+    if (ctx->placement == TL_PLACE_DIFFERENT_CPUS && run->n >= 2) {
+        double handoff = tl_line_handoff_ns(ctx, 0, 1);
+        if (isfinite(handoff))
+            tl_extra_num(ctx, "line_handoff_ns", handoff);
+    }
 }
 
 /* ---------------------------------------------------------------- main */

@@ -355,6 +355,20 @@ int tl_ult_barrier_wait(tl_ult_barrier *b);
 int tl_ult_wait(_Atomic uint32_t *addr, uint32_t expected);
 int tl_ult_wake(_Atomic uint32_t *addr, int n);
 
+/* The two sides of a Dekker pair whose one side runs often and the other
+ * seldom: a publisher writes work, fences, then reads whether anyone
+ * sleeps (a task queued, then a look at the parked count); a sleeper
+ * writes that it sleeps, fences, then looks for work before it parks.
+ * Once tl_ult_init found membarrier(2) (private expedited; Linux 4.14),
+ * the publisher's fence is a compiler barrier and the sleeper's makes
+ * every running thread of the process pass a full barrier (an
+ * interprocessor interrupt each, microseconds): the common side no longer
+ * waits for its stores to reach the other CPUs. Without it, or under
+ * ThreadSanitizer (which does not know that barrier), or with
+ * TL_ULT_MEMBARRIER=0, both are full fences. Any thread of the process. */
+void tl_ult_fence_publisher(void);
+void tl_ult_fence_sleeper(void);
+
 /* Parks the calling ULT for at least ns nanoseconds (CLOCK_MONOTONIC). The
  * timer lives on the VP the ULT slept on and is checked whenever that VP
  * schedules or is idle: a VP busy in one long ULT delays its sleepers.
@@ -426,6 +440,10 @@ void *tl_ult_deque_take(tl_ult_deque *q);         /* owner: NULL when empty */
 void *tl_ult_deque_steal(tl_ult_deque *q);
 /* Elements now (approximate while others take). */
 long tl_ult_deque_size(tl_ult_deque *q);
+/* Owner: whether at least n elements are queued. Cheaper than size for
+ * the owner: it reads top, a line every steal takes, only when its last
+ * reading of top (at a push, take or holds) cannot decide. */
+int tl_ult_deque_holds(tl_ult_deque *q, long n);
 
 /* ------------------------------------------------------------------ */
 /* Dependence counters (NTLib dependence-driven execution).            */

@@ -310,6 +310,7 @@ struct tlg_team {
     tlg_task *_Atomic orphans; /* written under orphan_lock */
     _Atomic uint32_t finished TLG_ALIGNED; /* workers done with the region */
     _Atomic uint32_t end_parked; /* the master parks (or spins) for finished: the last worker wakes it */
+    _Atomic int ws_used;      /* a worker used a work share (said as it finishes: the master reads this line anyway) */
     _Atomic unsigned long single_count TLG_ALIGNED;
     _Atomic int cancelled;    /* cancel parallel */
     _Atomic int ws_cancelled; /* cancel for / sections */

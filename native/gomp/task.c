@@ -84,19 +84,6 @@
  * back. The home prefetches the next piece of its list as it takes one:
  * its lines were last written by the thread that freed it. */
 
-/* Asks for the line in the exclusive state, so that the stores into it
- * do not wait for it (GCC emits a read prefetch for __builtin_prefetch's
- * write hint unless built for a CPU with PREFETCHW, which every x86-64
- * since 2014 executes and older ones take for a no-op). */
-static inline void prefetch_for_write(const void *p)
-{
-#if defined(__x86_64__)
-    __asm__ volatile("prefetchw %0" ::"m"(*(const char *)p));
-#else
-    __builtin_prefetch(p, 1);
-#endif
-}
-
 static tlg_task *task_alloc(tlg_thread *thr, size_t size)
 {
     tlg_task *t;
@@ -116,8 +103,8 @@ static tlg_task *task_alloc(tlg_thread *thr, size_t size)
                  * the arguments' first (after the descriptor when it has
                  * no dependences) */
                 for (size_t k = 0; k < offsetof(tlg_task, refs); k += TLG_LINE)
-                    prefetch_for_write((char *)next + k);
-                prefetch_for_write(next + 1);
+                    tl_prefetch_for_write((char *)next + k);
+                tl_prefetch_for_write(next + 1);
             }
         } else {
             t = tlg_aligned_alloc(TLG_LINE, SMALL_TASK);
@@ -658,8 +645,8 @@ int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor)
              * the first line (its body, arguments' address, parent), the
              * second (written when it is freed) and the arguments (after
              * the descriptor, unless it has dependences) */
-            prefetch_for_write(t);
-            prefetch_for_write((char *)t + TLG_LINE);
+            tl_prefetch_for_write(t);
+            tl_prefetch_for_write((char *)t + TLG_LINE);
             __builtin_prefetch(t + 1);
         }
         if (t && ancestor && !descends(t, ancestor)) {

@@ -391,6 +391,7 @@ static void region_start(struct region *r)
     atomic_store_explicit(&team->master_ending, 0, RLX);
     atomic_store_explicit(&team->finished, 0, RLX);
     atomic_store_explicit(&team->end_parked, 0, RLX);
+    atomic_store_explicit(&team->ws_used, 0, RLX);
     atomic_store_explicit(&team->single_count, 0, RLX);
     atomic_store_explicit(&team->cancelled, 0, RLX);
     atomic_store_explicit(&team->ws_cancelled, 0, RLX);
@@ -479,6 +480,12 @@ static void worker_end(tlg_thread *me, int for_master)
         }
         tlg_wait_step(me, ev, &spun, NULL);
     }
+    /* what the master would otherwise read from this thread's lines at
+     * the region's end: its implicit task's end, and whether it used a
+     * work share (published by the count below) */
+    tlg_task_implicit_end(&me->implicit);
+    if (me->ws_seq)
+        atomic_store_explicit(&team->ws_used, 1, RLX);
     /* the Dekker pair with region_end: count, then look whether the
      * master waits (the wake takes a lock the master's VP used last) */
     uint32_t n = team->nthreads;
@@ -537,13 +544,10 @@ static void region_end(struct region *r)
         atomic_store_explicit(&team->end_parked, 0, RLX);
     }
     /* no work share used (its threads' counts of constructs did not
-     * move): the next region skips resetting the ring */
-    int clean = !r->ws0;
-    for (unsigned k = 0; k < n; k++) {
-        tlg_task_implicit_end(&member(team, k)->implicit);
-        clean &= member(team, k)->ws_seq == 0;
-    }
-    team->ws_clean = clean;
+     * move; each worker said so as it finished, see worker_end): the
+     * next region skips resetting the ring */
+    tlg_task_implicit_end(&me->implicit);
+    team->ws_clean = !r->ws0 && me->ws_seq == 0 && !atomic_load_explicit(&team->ws_used, RLX);
     if (team->level > 1)
         for (unsigned k = 1; k < n; k++)
             if (member(team, k)->identity)

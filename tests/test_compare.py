@@ -248,3 +248,22 @@ def test_the_gate_fails_when_too_few_points_were_measured_to_decide(db_path: Pat
     code, _, err = run_cli("compare", "full", "full2", "--fail-above", "5")
     assert code == 0, err
     assert "(5 points tested)" in err
+
+
+def test_points_measured_on_unlike_machines_say_so() -> None:
+    """The omp suite's cross-CPU hand-off (extra.line_handoff_ns) moves
+    when a virtual machine's host moves its CPUs: a pair whose readings
+    differ 2x or more gets a note; alike or missing readings get none."""
+    from threadlab.analysis import compare
+
+    def side(name: str, handoff: float | None) -> compare.Side:
+        extra = {} if handoff is None else {"line_handoff_ns": handoff}
+        return compare.Side(name, name, [point("omp.sync", "different-cpus", 505.0, extra=extra)])
+
+    def notes(a: float | None, b: float | None) -> list[str]:
+        return [n for n in compare.compare_sides(side("A", a), side("B", b)).points[0].notes if "unlike" in n]
+
+    assert notes(40.0, 170.0) == ["unlike machines: a cache line crossed between the CPUs in 40 ns in A, 170 ns in B "
+                                  "(a virtual machine's host moved its CPUs; docs/omp-suite.md)"]
+    assert len(notes(170.0, 40.0)) == 1
+    assert notes(40.0, 45.0) == [] and notes(40.0, None) == [] and notes(None, None) == []

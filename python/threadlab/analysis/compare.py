@@ -277,6 +277,28 @@ def _unmeasured(record: Mapping[str, Any], side: str) -> str | None:
     return None
 
 
+# A virtual machine's host may move its CPUs between two runs: the
+# omp suite records the one-way hand-off of a cache line between the
+# team's first two CPUs at each point (extra.line_handoff_ns,
+# docs/omp-suite.md), which moved 4x on this project's 2-CPU machine and
+# every cross-CPU overhead with it. Two points whose readings differ by
+# this factor or more ran on unlike machines.
+HANDOFF_EXTRA = "line_handoff_ns"
+HANDOFF_UNLIKE = 2.0
+
+
+def handoff_note(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """A note when the two records' cross-CPU hand-offs differ by HANDOFF_UNLIKE or more."""
+    readings = [record.get("extra", {}).get(HANDOFF_EXTRA) for record in (a, b)]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in readings):
+        return None
+    ha, hb = readings
+    if max(ha, hb) / min(ha, hb) < HANDOFF_UNLIKE:
+        return None
+    return (f"unlike machines: a cache line crossed between the CPUs in {ha:.0f} ns in A, {hb:.0f} ns in B "
+            "(a virtual machine's host moved its CPUs; docs/omp-suite.md)")
+
+
 def compare_points(
     a: Mapping[str, Any] | None,
     b: Mapping[str, Any] | None,
@@ -306,6 +328,9 @@ def compare_points(
         return point
     for record, side in ((a, "A"), (b, "B")):
         point.notes += [f"{side}: {text}" for text in failed_checks(record)]
+    unlike = handoff_note(a, b)
+    if unlike:
+        point.notes.append(unlike)
     a_samples = samples_in(a, a["unit"]) or []
     if not a_samples or not b_samples:
         # Derived records (LogP's L): one value each, nothing to test.

@@ -233,6 +233,15 @@ static int runtime_in_place(tl_ctx *ctx)
 
 /* ------------------------------------------------------------ the team */
 
+/* The one-way hand-off between the team's first two CPUs (NAN unless
+ * the team is apart). */
+static double team_handoff_ns(ompb_run *run)
+{
+    if (run->ctx->placement != TL_PLACE_DIFFERENT_CPUS || run->n < 2)
+        return NAN;
+    return tl_line_handoff_ns(run->ctx, 0, 1);
+}
+
 int ompb_open(tl_ctx *ctx, ompb_run *run)
 {
     memset(run, 0, sizeof *run);
@@ -273,6 +282,7 @@ int ompb_open(tl_ctx *ctx, ompb_run *run)
     tl_bind_self(ctx, (unsigned)omp_get_thread_num());
 #endif
     calibrate_delay(run);
+    run->handoff_before = team_handoff_ns(run);
     return 0;
 }
 
@@ -380,11 +390,18 @@ void ompb_checks(ompb_run *run, const char *what)
     tl_extra_str(ctx, "runtime_library", library ? library : "");
     tl_extra_num(ctx, "delay_ns", run->delay_ns);
     tl_extra_num(ctx, "delay_length", (double)run->delay_length);
-    /* the figures of a team apart are made of such hand-offs */
-    if (ctx->placement == TL_PLACE_DIFFERENT_CPUS && run->n >= 2) {
-        double handoff = tl_line_handoff_ns(ctx, 0, 1);
-        if (isfinite(handoff))
-            tl_extra_num(ctx, "line_handoff_ns", handoff);
+    /* the figures of a team apart are made of such hand-offs: measured
+     * before the timings and after them, they say whether the host moved
+     * the CPUs meanwhile (the samples would then mix two machines) */
+    double before = run->handoff_before, after = team_handoff_ns(run);
+    if (isfinite(before) && isfinite(after)) {
+        tl_extra_num(ctx, "line_handoff_ns", after);
+        tl_extra_num(ctx, "line_handoff_before_ns", before);
+        double ratio = before > after ? before / after : after / before;
+        tl_check(ctx, "machine_state", ratio < OMPB_HANDOFF_UNLIKE, ratio,
+                 "a cache line crossed between the team's first two CPUs in %.0f ns before the timings and %.0f ns "
+                 "after them (%.0fx or more apart: the host moved the CPUs during the point)",
+                 before, after, OMPB_HANDOFF_UNLIKE);
     }
 }
 

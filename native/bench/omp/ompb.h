@@ -47,7 +47,13 @@ typedef struct {
     uint64_t small_teams; /* timings whose team had fewer than n threads */
     void *data;           /* the benchmark's own */
     int sampling;         /* the sampling pass runs: OMPB_WHERE records */
+    double handoff_before; /* tl_line_handoff_ns before the timings (NAN: team not apart) */
 } ompb_run;
+
+/* Hand-offs before and after a point's timings this many times apart or
+ * more: the check machine_state fails (compare's "unlike machines" uses
+ * the same factor). */
+#define OMPB_HANDOFF_UNLIKE 2.0
 
 /* The CPU, or for a runtime of user-level threads the virtual processor,
  * running the calling thread now. */

@@ -10,65 +10,50 @@
  * its point, says which machine it was taken on. */
 #define _GNU_SOURCE
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "internal.h"
 
 #define HANDOFF_ROUNDS 4000 /* round trips per block */
 #define HANDOFF_BLOCKS 7    /* blocks; the median is reported */
-#define HANDOFF_CANCEL UINT64_MAX
+#define HANDOFF_TURNS (2ull * HANDOFF_ROUNDS * HANDOFF_BLOCKS)
 
 struct handoff {
     _Atomic uint64_t turn TL_ALIGNED_CACHE_LINE;
-    uint64_t total;
+    double ns[HANDOFF_BLOCKS] TL_ALIGNED_CACHE_LINE; /* the asker's blocks */
 };
 
-/* The answering side: turn odd -> even. */
-static void *answer(void *arg)
+/* Waits for turn k (the other thread's store), then gives turn k + 1. */
+static inline void take_turn(struct handoff *h, uint64_t k)
 {
-    struct handoff *h = arg;
-    for (uint64_t k = 1; k < h->total; k += 2) {
-        uint64_t v;
-        while ((v = atomic_load_explicit(&h->turn, memory_order_acquire)) != k)
-            if (v == HANDOFF_CANCEL)
-                return NULL;
-        atomic_store_explicit(&h->turn, k + 1, memory_order_release);
-    }
-    return NULL;
+    while (atomic_load_explicit(&h->turn, memory_order_acquire) != k)
+        ;
+    atomic_store_explicit(&h->turn, k + 1, memory_order_release);
 }
 
-struct asker {
-    struct handoff *h;
-    double ns[HANDOFF_BLOCKS];
-};
-
-static void *ask(void *arg)
+/* The answering side: the odd turns. */
+static void answer(void *arg, uint64_t turns)
 {
-    struct asker *a = arg;
-    struct handoff *h = a->h;
+    for (uint64_t k = 1; k < turns; k += 2)
+        take_turn(arg, k);
+}
+
+/* The asking side: the even turns, timed block by block. */
+static void ask(void *arg, uint64_t turns)
+{
+    (void)turns;
+    struct handoff *h = arg;
     uint64_t k = 0;
     for (int b = 0; b < HANDOFF_BLOCKS; b++) {
         uint64_t t0 = tl_now();
-        for (int r = 0; r < HANDOFF_ROUNDS; r++, k += 2) {
-            while (atomic_load_explicit(&h->turn, memory_order_acquire) != k)
-                ;
-            atomic_store_explicit(&h->turn, k + 1, memory_order_release);
-        }
+        for (int r = 0; r < HANDOFF_ROUNDS; r++, k += 2)
+            take_turn(h, k);
         /* the last answer arrives before the clock is read */
         while (atomic_load_explicit(&h->turn, memory_order_acquire) != k)
             ;
-        a->ns[b] = tl_ticks_to_ns(tl_now() - t0) / (2.0 * HANDOFF_ROUNDS);
+        h->ns[b] = tl_ticks_to_ns(tl_now() - t0) / (2.0 * HANDOFF_ROUNDS);
     }
-    return NULL;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
 }
 
 double tl_line_handoff_ns(tl_ctx *ctx, unsigned slot_a, unsigned slot_b)
@@ -80,21 +65,20 @@ double tl_line_handoff_ns(tl_ctx *ctx, unsigned slot_a, unsigned slot_b)
     if (!h)
         return NAN;
     atomic_init(&h->turn, 0);
-    h->total = 2ull * HANDOFF_ROUNDS * HANDOFF_BLOCKS;
-    struct asker a = {.h = h};
-    pthread_t ta, tb;
+    /* both started before either runs a turn: neither waits for a
+     * partner that could not be started */
+    tl_partner *answerer = tl_partner_start(ctx, slot_b, answer, h);
+    tl_partner *asker = answerer ? tl_partner_start(ctx, slot_a, ask, h) : NULL;
     double ns = NAN;
-    if (tl_thread_create(ctx, slot_b, &tb, answer, h) == 0) {
-        if (tl_thread_create(ctx, slot_a, &ta, ask, &a) == 0) {
-            pthread_join(ta, NULL);
-            qsort(a.ns, HANDOFF_BLOCKS, sizeof a.ns[0], cmp_double);
-            ns = a.ns[HANDOFF_BLOCKS / 2];
-        } else {
-            /* release the answerer: it waits for turns nobody will give */
-            atomic_store_explicit(&h->turn, HANDOFF_CANCEL, memory_order_release);
-        }
-        pthread_join(tb, NULL);
+    if (asker) {
+        tl_partner_go(answerer, HANDOFF_TURNS);
+        tl_partner_go(asker, HANDOFF_TURNS);
+        tl_partner_wait(asker);
+        tl_partner_wait(answerer);
+        ns = tl_median(h->ns, HANDOFF_BLOCKS);
     }
+    tl_partner_stop(asker);
+    tl_partner_stop(answerer);
     free(h);
     return ns;
 }

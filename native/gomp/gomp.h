@@ -258,11 +258,10 @@ typedef struct tlg_thread {
     tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
     tlg_task *free_tasks;     /* recycled task memory */
     unsigned nfree_tasks;
-    /* memory of tasks of one other thread of its team (gone_home) that
-     * it freed, chained from gone_head to gone_tail, handed back
+    /* memory of tasks of one other thread of its team (gone_head->home)
+     * that it freed, chained from gone_head to gone_tail, handed back
      * gone_count at a time (task.c) */
     unsigned gone_count;
-    struct tlg_thread *gone_home;
     tlg_task *gone_head, *gone_tail;
     unsigned inline_depth;    /* tasks running now on its stack, nested (run now, not queued) */
     unsigned inline_credit;   /* tasks it may still run at once before it looks at its queue again */

@@ -127,13 +127,22 @@ static tlg_task *task_alloc(tlg_thread *thr, size_t size)
     return t;
 }
 
+/* Frees a chain of task memory (next_free, NULL-terminated). */
+static void free_chain(tlg_task *t)
+{
+    while (t) {
+        tlg_task *next = t->next_free;
+        free(t);
+        t = next;
+    }
+}
+
+/* Gives home a NULL-terminated chain of n pieces of its memory, head to
+ * tail. */
 static void remote_push(tlg_thread *home, tlg_task *head, tlg_task *tail, unsigned n)
 {
     if (atomic_load_explicit(&home->remote_count, RLX) >= REMOTE_FREE_MAX) {
-        for (tlg_task *t = head, *next; t; t = next) {
-            next = t == tail ? NULL : t->next_free;
-            free(t);
-        }
+        free_chain(head);
         return;
     }
     /* nothing of the list is read here: the home may be reusing it */
@@ -144,10 +153,10 @@ static void remote_push(tlg_thread *home, tlg_task *head, tlg_task *tail, unsign
     atomic_fetch_add_explicit(&home->remote_count, n, RLX);
 }
 
+/* Every piece of the chain has the same home: its head's. */
 static void gone_hand_back(tlg_thread *thr)
 {
-    remote_push(thr->gone_home, thr->gone_head, thr->gone_tail, thr->gone_count);
-    thr->gone_home = NULL;
+    remote_push(thr->gone_head->home, thr->gone_head, thr->gone_tail, thr->gone_count);
     thr->gone_head = thr->gone_tail = NULL;
     thr->gone_count = 0;
 }
@@ -166,12 +175,10 @@ static void task_free(tlg_thread *thr, tlg_task *t)
             free(t);
         }
     } else if (thr && thr->team && thr->team == home->team) {
-        if (thr->gone_home != home) {
-            if (thr->gone_count)
-                gone_hand_back(thr);
-            thr->gone_home = home;
+        if (thr->gone_count && thr->gone_head->home != home)
+            gone_hand_back(thr);
+        if (!thr->gone_count)
             thr->gone_tail = t;
-        }
         t->next_free = thr->gone_head;
         thr->gone_head = t;
         if (++thr->gone_count == REMOTE_BATCH)
@@ -219,23 +226,12 @@ void tlg_task_thread_fini(tlg_thread *thr)
 {
     tl_ult_deque_destroy(thr->tq);
     thr->tq = NULL;
-    /* flushed at its last wait; its home may be finalised already */
-    for (tlg_task *t = thr->gone_head, *next; thr->gone_count && t; t = next) {
-        next = t == thr->gone_tail ? NULL : t->next_free;
-        free(t);
-    }
+    /* flushed at its last wait (empty); its home may be finalised already */
+    free_chain(thr->gone_head);
     thr->gone_head = thr->gone_tail = NULL;
-    thr->gone_home = NULL;
     thr->gone_count = 0;
-    tlg_task *remote = atomic_exchange_explicit(&thr->remote_free, NULL, ACQ);
-    for (int pass = 0; pass < 2; pass++) {
-        tlg_task *t = pass ? remote : thr->free_tasks;
-        while (t) {
-            tlg_task *next = t->next_free;
-            free(t);
-            t = next;
-        }
-    }
+    free_chain(atomic_exchange_explicit(&thr->remote_free, NULL, ACQ));
+    free_chain(thr->free_tasks);
     thr->free_tasks = NULL;
     thr->nfree_tasks = 0;
 }

@@ -184,7 +184,7 @@ int tl_thread_create(tl_ctx *ctx, unsigned slot, pthread_t *thread, void *(*fn)(
 int tl_attr_place(tl_ctx *ctx, unsigned slot, pthread_attr_t *attr);
 
 /* The one-way latency of handing a cache line between the CPUs of two
- * slots (two threads of its own, bound there, passing a counter back and
+ * slots (two partner threads bound there, passing a counter back and
  * forth; the median of 7 blocks of 4000 round trips, a few ms): the cost of
  * any cross-CPU hand-off, which a virtual machine's host may change
  * (core/handoff.c). NAN when the slots share a CPU or are unbound. */

@@ -210,6 +210,13 @@ static void parse_schedule(tlg_icv *icv)
     icv->run_chunk = chunk;
 }
 
+size_t tlg_stack_size(void)
+{
+    size_t s = tlg_env_v.stacksize ? tlg_env_v.stacksize : TLG_DEFAULT_STACK;
+    size_t least = (size_t)PTHREAD_STACK_MIN;
+    return s < least ? least : s;
+}
+
 static void parse_stacksize(void)
 {
     const char *v = env("OMP_STACKSIZE");
@@ -491,7 +498,7 @@ void tlg_display_env(int verbose)
     else
         fprintf(stderr, "%s", bind_name(icv->bind));
     fprintf(stderr, "'\n  OMP_PLACES = '%u places'\n", e->nplaces);
-    fprintf(stderr, "  OMP_STACKSIZE = '%zu'\n", e->stacksize ? e->stacksize : TLG_DEFAULT_STACK);
+    fprintf(stderr, "  OMP_STACKSIZE = '%zu'\n", tlg_stack_size());
     fprintf(stderr, "  OMP_WAIT_POLICY = '%s'\n", e->wait_policy == 1 ? "ACTIVE" : "PASSIVE");
     fprintf(stderr, "  OMP_THREAD_LIMIT = '%u'\n  OMP_MAX_ACTIVE_LEVELS = '%u'\n", icv->thread_limit,
             icv->max_active_levels);

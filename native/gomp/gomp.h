@@ -120,6 +120,9 @@ typedef struct tlg_env {
 } tlg_env;
 
 #define TLG_DEFAULT_STACK ((size_t)8 << 20)
+/* An OpenMP thread's stack: OMP_STACKSIZE, else TLG_DEFAULT_STACK; at
+ * least PTHREAD_STACK_MIN, as a pthread's would be. */
+size_t tlg_stack_size(void);
 /* How long a waiter spins before it parks, OMP_WAIT_POLICY unset (env.c). */
 #define TLG_DEFAULT_SPIN_NS UINT64_C(3000)
 
@@ -233,8 +236,16 @@ typedef struct tlg_task {
 typedef struct tlg_team tlg_team;
 
 typedef struct tlg_thread {
+    /* what the master writes as it starts a region (region_start, spawn),
+     * together on the first two lines; the rest the thread sets itself */
     tlg_team *team;           /* NULL: the initial thread of a group */
     unsigned id;              /* thread number in the team */
+    /* a worker at the region's end (worker_end): TLG_END_LEAVING while it
+     * leaves before the region's first task, which tlg_recall_workers
+     * turns into TLG_END_RECALLED to run tasks in its place */
+    _Atomic int end_state;
+    tl_ult_identity *identity;
+    tl_ult_spawn start;       /* its ULT, made by the VP it starts on (spawn) */
     unsigned level;           /* omp_get_level */
     unsigned active_level;    /* omp_get_active_level */
     unsigned team_num, num_teams; /* host teams construct */
@@ -248,12 +259,6 @@ typedef struct tlg_thread {
     uint32_t ord_ticket;      /* ordered: the ticket of its current chunk */
     int ord_held;             /* it has a ticket it has not passed on */
     struct tlg_thread *prev;  /* the master's state outside this team */
-    tl_ult_t ult;
-    /* a worker at the region's end (worker_end): TLG_END_LEAVING while it
-     * leaves before the region's first task, which tlg_recall_workers
-     * turns into TLG_END_RECALLED to run tasks in its place */
-    _Atomic int end_state;
-    tl_ult_identity *identity;
     tl_ult_identity *top_identity; /* identity k of the top level, once looked up (kept with the cached team) */
     tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
     tlg_task *free_tasks;     /* recycled task memory */
@@ -277,6 +282,11 @@ typedef struct tlg_thread {
     void *legacy;             /* GOMP_parallel_start's region */
 } tlg_thread;
 
+/* A node of the barrier's arrival tree: a count on a line of its own. */
+typedef struct {
+    _Atomic uint32_t arrived;
+} TLG_ALIGNED tlg_bar_node;
+
 struct tlg_team {
     unsigned nthreads;
     /* the region created a task (written once per region: on this
@@ -292,12 +302,14 @@ struct tlg_team {
     tlg_fn fn;
     void *data;
     tlg_icv icv;              /* the members' implicit tasks start with it */
-    /* barrier: arrivals and generation */
-    _Atomic uint32_t bar_arrived TLG_ALIGNED;
-    _Atomic uint32_t bar_gen;
-    /* waiters of anything task-related or the barrier park on it */
+    /* waiters of anything task-related or the barrier park on it; the
+     * barrier's generation beside it, so that a barrier's waiters read
+     * one line, which only the release writes (arrivals are counted on
+     * lines of their own: bar_nodes) */
     _Atomic uint32_t event TLG_ALIGNED;
     _Atomic uint32_t nparked;
+    _Atomic uint32_t bar_gen;
+    tlg_bar_node *bar_nodes;  /* the barrier's arrival tree (barrier.c), cap's worth */
     /* explicit tasks not finished: a creator adds them TLG_PENDING_BATCH
      * at a time ahead (pending_credit), a thread that finishes tasks of
      * its own team subtracts them in batches; both settle (tlg_task_flush)
@@ -380,6 +392,8 @@ extern int tlg_forked;
  * meanwhile, and nobody leaves before all tasks created before it are
  * done. Returns true if the region was cancelled. */
 bool tlg_barrier(tlg_thread *thr);
+/* Nodes of the arrival tree of a team of n threads. */
+size_t tlg_bar_nodes(unsigned n);
 /* Wakes everything waiting on the team's event word. */
 void tlg_team_event(tlg_team *team, int all);
 /* Spins (as OMP_WAIT_POLICY says), then parks, while *word == val. */

@@ -136,6 +136,10 @@ void tlg_init(void)
     if (!atomic_load_explicit(&rt.initialized, RLX)) {
         tl_ult_config cfg;
         tl_ult_config_init(&cfg);
+        /* the OpenMP threads' stacks are the runtime's default: a thread
+         * of another size looks its stack pool up under the runtime's
+         * global lock (it cost every worker of every region a lock) */
+        cfg.stack_size = tlg_stack_size();
         unsigned ncpu = tlg_env_v.ncpus;
         cfg.nvps = env_vps();
         if (!cfg.nvps) {
@@ -279,11 +283,14 @@ unsigned tlg_resolve_threads(unsigned specified, unsigned count)
 
 /* ---- teams ------------------------------------------------------------------- */
 
+/* A team of n: its head and member pointers, its members, its barrier's
+ * arrival tree; each part starting on a line of its own. */
 static size_t team_bytes(unsigned n)
 {
     size_t head = sizeof(tlg_team) + n * sizeof(tlg_thread *);
     head = (head + TLG_LINE - 1) / TLG_LINE * TLG_LINE;
-    return head + n * ((sizeof(tlg_thread) + TLG_LINE - 1) / TLG_LINE * TLG_LINE);
+    return head + n * ((sizeof(tlg_thread) + TLG_LINE - 1) / TLG_LINE * TLG_LINE) +
+           tlg_bar_nodes(n) * sizeof(tlg_bar_node);
 }
 
 static tlg_thread *member(tlg_team *team, unsigned k)
@@ -308,6 +315,7 @@ static tlg_team *team_get(tlg_thread *thr, unsigned n)
     team = tlg_aligned_alloc(TLG_LINE, team_bytes(cap));
     memset(team, 0, team_bytes(cap));
     team->cap = cap;
+    team->bar_nodes = (tlg_bar_node *)member(team, cap);
     for (unsigned k = 0; k < cap; k++)
         tlg_task_thread_init(member(team, k));
     thr->cached_team = team;
@@ -382,8 +390,7 @@ static void region_start(struct region *r)
         team->icv.nthreads = tlg_env_v.nthreads_list[team->level];
     if (team->level < tlg_env_v.bind_len)
         team->icv.bind = tlg_env_v.bind_list[team->level];
-    atomic_store_explicit(&team->bar_arrived, 0, RLX);
-    atomic_store_explicit(&team->bar_gen, 0, RLX);
+    atomic_store_explicit(&team->bar_gen, 0, RLX); /* its nodes are all 0: every barrier completes */
     atomic_store_explicit(&team->event, 0, RLX);
     atomic_store_explicit(&team->nparked, 0, RLX);
     atomic_store_explicit(&team->task_pending, 0, RLX);
@@ -420,24 +427,30 @@ static void region_start(struct region *r)
 
 /* Thread k of the team as a ULT: first placed on VP (master's + k) mod
  * active, free to migrate, wearing its identity; in vp mode bound to one
- * VP, whose TLS it then sees. */
+ * VP, whose TLS it then sees. That VP makes the ULT (tl_ult_spawn_on):
+ * the master writes the request, beside what it writes of the member
+ * anyway, and the VP's inbox; on 16 CPUs, making the ULTs itself cost the
+ * master about 1,000 cycles per worker, mostly descriptor lines that the
+ * workers' VPs wrote last. */
 static void spawn(tlg_team *team, unsigned k, int bind, void *(*entry)(void *))
 {
     tlg_thread *m = member(team, k);
     int vp = tl_ult_vp_id();
     unsigned base = vp < 0 ? 0 : (unsigned)vp;
-    tl_ult_attr a;
-    tl_ult_attr_init(&a);
-    a.stack_size = tlg_env_v.stacksize ? tlg_env_v.stacksize : TLG_DEFAULT_STACK;
-    a.detached = 1;
-    a.identity = m->identity;
+    tl_ult_spawn *s = &m->start;
+    tl_ult_attr_init(&s->attr);
+    s->attr.stack_size = tlg_stack_size();
+    s->attr.detached = 1;
+    s->attr.identity = m->identity;
     if (tlg_env_v.tls_mode == TLG_TLS_IDENTITY) {
-        a.vp = (int)((base + k) % tl_ult_active_vps());
+        s->attr.vp = (int)((base + k) % tl_ult_active_vps());
     } else {
-        a.vp = (int)(team->level == 1 ? k % rt.nvps : (base + k) % rt.nvps);
-        a.bound = bind;
+        s->attr.vp = (int)(team->level == 1 ? k % rt.nvps : (base + k) % rt.nvps);
+        s->attr.bound = bind;
     }
-    int err = tl_ult_create(&m->ult, &a, entry, m);
+    s->fn = entry;
+    s->arg = m;
+    int err = tl_ult_spawn_on(s);
     if (err)
         tlg_fatal("cannot create OpenMP thread %u of a team of %u: %s", k, team->nthreads, strerror(err));
 }
@@ -618,7 +631,7 @@ static void wd_part(unsigned id, unsigned nparts, void *p)
         /* claimed by the master: a ULT of its own wears its identity */
         tl_ult_attr a;
         tl_ult_attr_init(&a);
-        a.stack_size = tlg_env_v.stacksize ? tlg_env_v.stacksize : TLG_DEFAULT_STACK;
+        a.stack_size = tlg_stack_size();
         a.identity = m->identity;
         tl_ult_t t;
         if (tl_ult_create(&t, &a, claimed_part, m) != 0 || tl_ult_join(t, NULL) != 0)
@@ -669,7 +682,7 @@ void tlg_parallel(tlg_fn fn, void *data, unsigned nthreads, unsigned flags,
         if (!tl_ult_self() && tlg_env_v.tls_mode == TLG_TLS_IDENTITY) {
             /* a kernel thread of the program: it lends its TLS to a ULT
              * that runs the region as its master */
-            size_t stack = tlg_env_v.stacksize ? tlg_env_v.stacksize : TLG_DEFAULT_STACK;
+            size_t stack = tlg_stack_size();
             int err = tl_ult_run_as_self(region_run, &r, stack, NULL);
             if (err)
                 tlg_fatal("cannot run a parallel region for this kernel thread: %s", strerror(err));

@@ -222,6 +222,116 @@ static void test_placement(void)
     tl_ult_set_local(NULL);
 }
 
+/* ---- tl_ult_spawn_on: a thread made by the VP it is posted to ---------------- */
+
+enum { SPAWNS = 600 };
+static tl_ult_spawn spawns[SPAWNS];
+static _Atomic int spawned_ran[SPAWNS];
+static _Atomic int spawned_total;
+
+static void spawn_check(int i);
+
+static void *spawned(void *p)
+{
+    spawn_check((int)(intptr_t)p);
+    return NULL;
+}
+
+/* the request's arg says which one it is; a bound one must run on its VP */
+static void spawn_check(int i)
+{
+    if (spawns[i].attr.bound)
+        ACHECK(tl_ult_vp_id() == spawns[i].attr.vp);
+    atomic_fetch_add(&spawned_ran[i], 1);
+    atomic_fetch_add(&spawned_total, 1);
+}
+
+static void spawn_fill(int i, int vp, int bound, size_t stack)
+{
+    tl_ult_attr_init(&spawns[i].attr);
+    spawns[i].attr.detached = 1;
+    spawns[i].attr.vp = vp;
+    spawns[i].attr.bound = bound;
+    spawns[i].attr.stack_size = stack;
+    spawns[i].fn = spawned;
+    spawns[i].arg = (void *)(intptr_t)i;
+}
+
+static int spawn_wait(int total)
+{
+    uint64_t end = now_ns() + 20000000000ull;
+    while (atomic_load(&spawned_total) < total && now_ns() < end)
+        tl_ult_sleep_ns(100000);
+    return atomic_load(&spawned_total) == total;
+}
+
+static void test_spawn_on(void)
+{
+    tl_ult_spawn bad;
+    tl_ult_attr_init(&bad.attr);
+    bad.fn = spawned;
+    bad.arg = NULL;
+    bad.attr.vp = 1;
+    CHECK(tl_ult_spawn_on(&bad) == EINVAL); /* not detached */
+    bad.attr.detached = 1;
+    bad.attr.vp = 3;
+    CHECK(tl_ult_spawn_on(&bad) == EINVAL);
+    bad.attr.vp = TL_ULT_VP_ANY;
+    CHECK(tl_ult_spawn_on(&bad) == EINVAL);
+    bad.attr.vp = 1;
+    bad.attr.stack_size = 1;
+    CHECK(tl_ult_spawn_on(&bad) == EINVAL);
+    bad.attr.stack_size = 0;
+    bad.fn = NULL;
+    CHECK(tl_ult_spawn_on(&bad) == EINVAL);
+    CHECK(atomic_load(&spawned_total) == 0);
+
+    /* on every VP, bound and not, the default stack and another */
+    int n = 0;
+    for (int v = 0; v < 3; v++)
+        for (int bound = 0; bound < 2; bound++)
+            for (int s = 0; s < 2; s++, n++) {
+                spawn_fill(n, v, bound, s ? 256 * 1024 : 0);
+                CHECK(tl_ult_spawn_on(&spawns[n]) == 0);
+            }
+    CHECK(spawn_wait(n));
+
+    /* a request may be posted again once its thread ran */
+    CHECK(tl_ult_spawn_on(&spawns[0]) == 0);
+    CHECK(spawn_wait(n + 1));
+    CHECK(atomic_load(&spawned_ran[0]) == 2);
+
+    /* posted to a VP told to stop: run by an active VP (the poster
+     * forwards it, or the stopping VP does as it hands its inbox over) */
+    int first = n;
+    for (; n < first + 100; n++) {
+        spawn_fill(n, 1 + n % 2, 0, 0);
+        CHECK(tl_ult_spawn_on(&spawns[n]) == 0);
+    }
+    CHECK(tl_ult_set_active_vps(1) == 0);
+    for (; n < first + 200; n++) {
+        spawn_fill(n, 1 + n % 2, 0, 0);
+        CHECK(tl_ult_spawn_on(&spawns[n]) == 0);
+    }
+    CHECK(spawn_wait(n + 1));
+    CHECK(tl_ult_set_active_vps(3) == 0);
+
+    /* posted while the VPs stop and resume under it */
+    for (int round = 0; round < 8; round++) {
+        int from = n;
+        for (; n < from + 40 && n < SPAWNS; n++) {
+            spawn_fill(n, n % 3, 0, 0);
+            CHECK(tl_ult_spawn_on(&spawns[n]) == 0);
+            if (n % 10 == 0)
+                CHECK(tl_ult_set_active_vps(1 + (unsigned)(n / 10) % 3) == 0);
+        }
+    }
+    CHECK(tl_ult_set_active_vps(3) == 0);
+    CHECK(spawn_wait(n + 1));
+    for (int i = 1; i < n; i++)
+        CHECK(atomic_load(&spawned_ran[i]) == 1);
+}
+
 /* ---- the public deque: owner LIFO, thieves FIFO, every element once --------- */
 
 enum { DQ_N = 200000 / SCALE };
@@ -303,6 +413,7 @@ int main(void)
     test_active_vps();
     test_stopping_bound();
     test_placement();
+    test_spawn_on();
     test_deque();
     CHECK(tl_ult_finalize() == 0);
     test_local_ready();

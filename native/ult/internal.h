@@ -363,11 +363,14 @@ typedef struct tlu_vp {
     /* [shared] */
     _Atomic(tlu_thread *) next TL_ALIGNED_CACHE_LINE;      /* handoff slot */
     tlu_deque dq;
+    /* a pusher reads state right after its CAS on inbox (the Dekker pair
+     * with vp_idle): on one line, one miss */
     _Atomic(tlu_thread *) inbox TL_ALIGNED_CACHE_LINE;     /* remote readies (LIFO) */
     _Atomic(struct tlu_wd_share *) wd_inbox;    /* work descriptor slot */
-    _Atomic uint32_t state TL_ALIGNED_CACHE_LINE;         /* enum tlu_vp_state */
+    _Atomic uint32_t state;                    /* enum tlu_vp_state */
     _Atomic uint32_t wake_seq;                 /* futex word */
-    _Atomic uint32_t spinning;                 /* idle, polling its queues (vp_idle) */
+    /* written while idle (beat every 64 polls): off the pushers' line */
+    _Atomic uint32_t spinning TL_ALIGNED_CACHE_LINE; /* idle, polling its queues (vp_idle) */
     _Atomic uint32_t beat;                     /* bumped every 64 polls while spinning */
 } tlu_vp;
 
@@ -541,6 +544,11 @@ int tlu_sched_has_work(tlu_vp *vp, int patient);
 /* Work in vp's own queues (no timers, nothing to steal). */
 int tlu_sched_has_own_work(tlu_vp *vp);
 void tlu_sched_inbox_push(tlu_vp *target, tlu_thread *t);
+/* A spawn request (tl_ult_spawn_on) into target's inbox. */
+void tlu_sched_inbox_push_spawn(tlu_vp *target, tl_ult_spawn *s);
+/* Empties from's inbox for self, the calling VP: a list of threads (on
+ * link, newest first), the spawn requests in it made into threads on self. */
+tlu_thread *tlu_sched_inbox_take(tlu_vp *from, tlu_vp *self);
 
 /* Wake an idle VP if work was published and nobody is looking for it. */
 static inline void tlu_sched_notify(void)
@@ -605,6 +613,8 @@ uint64_t tlu_now_ns(void);
 
 int tlu_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
                      unsigned ndeps, tlu_thread *successor);
+/* The thread a spawn request asks for, made on vp (its caches). */
+tlu_thread *tlu_spawn_make(tlu_vp *vp, tl_ult_spawn *s);
 /* First dispatch: stack + initial context. */
 void tlu_thread_prepare(tlu_vp *vp, tlu_thread *t);
 void tlu_thread_post_exit(tlu_vp *vp, tlu_thread *t, int handoff);

@@ -71,15 +71,58 @@ static tlu_vp *external_target(void)
     return tlu_rt.vps[first + start % span];
 }
 
-void tlu_sched_inbox_push(tlu_vp *target, tlu_thread *t)
+/* The inbox holds threads, and spawn requests (tl_ult_spawn_on) marked
+ * by the low bit of their address; a request's link is its tl_private[0].
+ * Only tlu_sched_inbox_take unmarks them: every other reader of an inbox
+ * takes it through that. */
+#define INBOX_SPAWN ((uintptr_t)1)
+
+static inline int inbox_is_spawn(const tlu_thread *e)
+{
+    return ((uintptr_t)e & INBOX_SPAWN) != 0;
+}
+
+static inline tl_ult_spawn *inbox_spawn(tlu_thread *e)
+{
+    return (tl_ult_spawn *)((uintptr_t)e & ~INBOX_SPAWN);
+}
+
+static void inbox_push(tlu_vp *target, tlu_thread *e)
 {
     tlu_thread *h = atomic_load_explicit(&target->inbox, RLX);
     do {
-        t->link = h;
-    } while (!atomic_compare_exchange_weak_explicit(&target->inbox, &h, t, SEQ, RLX));
+        if (inbox_is_spawn(e))
+            inbox_spawn(e)->tl_private[0] = h;
+        else
+            e->link = h;
+    } while (!atomic_compare_exchange_weak_explicit(&target->inbox, &h, e, SEQ, RLX));
     /* Dekker with vp_idle: it stores SLEEPING (or STOPPED), then reads the inbox */
     if (atomic_load_explicit(&target->state, SEQ) != VP_RUNNING)
         tlu_vp_kick(target);
+}
+
+void tlu_sched_inbox_push(tlu_vp *target, tlu_thread *t)
+{
+    inbox_push(target, t);
+}
+
+void tlu_sched_inbox_push_spawn(tlu_vp *target, tl_ult_spawn *s)
+{
+    inbox_push(target, (tlu_thread *)((uintptr_t)s | INBOX_SPAWN));
+}
+
+tlu_thread *tlu_sched_inbox_take(tlu_vp *from, tlu_vp *self)
+{
+    tlu_thread *l = atomic_exchange_explicit(&from->inbox, NULL, ACQ);
+    for (tlu_thread **p = &l; *p; p = &(*p)->link) {
+        if (inbox_is_spawn(*p)) {
+            tl_ult_spawn *s = inbox_spawn(*p);
+            tlu_thread *next = s->tl_private[0];
+            *p = tlu_spawn_make(self, s);
+            (*p)->link = next;
+        }
+    }
+    return l;
 }
 
 void tlu_sched_push_new(tlu_vp *vp, tlu_thread *t)
@@ -182,7 +225,7 @@ void tlu_sched_run_post(tlu_vp *vp)
  * fences). */
 static tlu_thread *drain_inbox(tlu_vp *vp, int take)
 {
-    tlu_thread *l = atomic_exchange_explicit(&vp->inbox, NULL, ACQ);
+    tlu_thread *l = tlu_sched_inbox_take(vp, vp);
     tlu_thread *rev = NULL;
     while (l) { /* LIFO -> FIFO */
         tlu_thread *n = l->link;
@@ -275,7 +318,7 @@ static inline tlu_thread *pick_local(tlu_vp *vp)
  * blocked in the kernel: threads bound elsewhere go on to their VP. */
 static tlu_thread *steal_inbox(tlu_vp *vp, tlu_vp *victim)
 {
-    tlu_thread *l = atomic_exchange_explicit(&victim->inbox, NULL, ACQ);
+    tlu_thread *l = tlu_sched_inbox_take(victim, vp);
     tlu_thread *got = NULL;
     while (l) {
         tlu_thread *t = l;

@@ -152,6 +152,32 @@ void tlu_desc_finalize(void)
 
 /* ---- create -------------------------------------------------------- */
 
+/* A new thread's descriptor, not yet runnable: no stack, no successor. */
+static inline void desc_init(tlu_thread *t, tl_ult_fn fn, void *arg, tlu_stack_pool *pool, int detached,
+                             int bound_vp, struct tl_ult_identity *ident)
+{
+    t->link = NULL;
+    t->vp = NULL;
+    t->fn = fn;
+    t->arg = arg;
+    t->stack_lo = NULL;
+    t->stack_size = (uint32_t)pool->usable;
+    t->state = TS_NEW;
+    t->flags = 0;
+    t->bound_vp = (int16_t)bound_vp;
+    t->pool = pool;
+    atomic_store_explicit(&t->join, detached ? TLU_JOIN_DETACHED : TLU_JOIN_NONE, RLX);
+    t->successor = NULL;
+    t->tls = NULL;
+    t->inline_jb = NULL;
+    t->local = NULL;
+    t->ident = ident;
+    t->wait_addr = NULL;
+#if TLU_ASAN
+    t->asan_fake = NULL;
+#endif
+}
+
 int tlu_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
                      unsigned ndeps, tlu_thread *successor)
 {
@@ -185,26 +211,8 @@ int tlu_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
     tlu_thread *t = tlu_desc_alloc(vp);
     if (TLU_UNLIKELY(!t))
         return ENOMEM;
-    t->link = NULL;
-    t->vp = NULL;
-    t->fn = fn;
-    t->arg = arg;
-    t->stack_lo = NULL;
-    t->stack_size = (uint32_t)pool->usable;
-    t->state = TS_NEW;
-    t->flags = 0;
-    t->bound_vp = (int16_t)(bound ? place : -1);
-    t->pool = pool;
-    atomic_store_explicit(&t->join, detached ? TLU_JOIN_DETACHED : TLU_JOIN_NONE, RLX);
+    desc_init(t, fn, arg, pool, detached, bound ? place : -1, ident);
     t->successor = successor;
-    t->tls = NULL;
-    t->inline_jb = NULL;
-    t->local = NULL;
-    t->ident = ident;
-    t->wait_addr = NULL;
-#if TLU_ASAN
-    t->asan_fake = NULL;
-#endif
     if (out)
         *out = t;
     if (vp)
@@ -231,6 +239,44 @@ int tlu_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
 int tl_ult_create(tl_ult_t *thread, const tl_ult_attr *attr, tl_ult_fn fn, void *arg)
 {
     return tlu_create(thread, attr, fn, arg, 0, NULL);
+}
+
+/* ---- spawn on the VP that runs it ----------------------------------- */
+
+int tl_ult_spawn_on(tl_ult_spawn *req)
+{
+    if (TLU_UNLIKELY(!tlu_rt.initialized))
+        return EAGAIN;
+    const tl_ult_attr *a = &req->attr;
+    if (TLU_UNLIKELY(!req->fn || !a->detached || a->vp < 0 || a->vp >= (int)tlu_rt.nvps))
+        return EINVAL;
+    tlu_vp *vp = tlu_vp_self_fast();
+    tlu_vp *target = tlu_rt.vps[a->vp];
+    if (!a->bound && tlu_vp_must_stop(target))
+        target = tlu_vp_active_target(vp);
+    if (target == vp) /* its own VP: nothing to save */
+        return tlu_create(NULL, a, req->fn, req->arg, 0, NULL);
+    tlu_stack_pool *pool = tlu_rt.default_pool;
+    if (a->stack_size && a->stack_size != pool->usable) {
+        int err;
+        pool = tlu_stack_pool_for(a->stack_size, &err);
+        if (!pool)
+            return err;
+    }
+    req->tl_private[1] = pool;
+    tlu_sched_inbox_push_spawn(target, req);
+    return 0;
+}
+
+tlu_thread *tlu_spawn_make(tlu_vp *vp, tl_ult_spawn *s)
+{
+    tlu_thread *t = tlu_desc_alloc(vp);
+    if (TLU_UNLIKELY(!t))
+        tlu_die("threadlab-ult: no memory for a thread posted with tl_ult_spawn_on to VP %u", vp->id);
+    desc_init(t, s->fn, s->arg, s->tl_private[1], 1, s->attr.bound ? s->attr.vp : -1, s->attr.identity);
+    TLU_OWNER_INC(vp->n_created, 1);
+    atomic_store_explicit(&t->deps, 0, RLX);
+    return t;
 }
 
 void tl_ult_attr_init(tl_ult_attr *attr)

@@ -235,7 +235,7 @@ static void forward_all(tlu_vp *vp)
     tlu_thread *keep = NULL, *keep_tail = NULL;
     size_t kept = 0;
     tlu_thread *t;
-    tlu_thread *in = atomic_exchange_explicit(&vp->inbox, NULL, ACQ);
+    tlu_thread *in = tlu_sched_inbox_take(vp, vp);
     while (in) {
         t = in;
         in = in->link;

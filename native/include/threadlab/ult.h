@@ -234,6 +234,28 @@ void tl_ult_attr_init(tl_ult_attr *attr);
  * too small or too large), ENOMEM. */
 int tl_ult_create(tl_ult_t *thread, const tl_ult_attr *attr, tl_ult_fn fn, void *arg);
 
+/* A detached thread created by the VP that will run it: the caller fills
+ * fn, arg and attr (attr.vp a VP, attr.detached 1) and posts the request
+ * to that VP's inbox; the VP makes the thread from its own descriptor and
+ * stack caches when it takes the request, and runs it. The creator writes
+ * one line of the target's (the inbox) and no descriptor of its own: a
+ * team's master starting n workers on n VPs does not pay n descriptors'
+ * worth of lines that the workers' VPs wrote last (OpenMP regions:
+ * docs/omp-ult.md). The request must stay valid and unchanged until the
+ * thread has started (the VP reads it before then, never after). A VP
+ * that must stop forwards it as it forwards threads; a VP that steals
+ * another's inbox makes the thread itself. Errors: EAGAIN (not
+ * initialised), EINVAL (fn NULL, not detached, vp not a VP, stack size),
+ * ENOMEM; a VP that cannot make the thread when it takes the request
+ * aborts the process, naming it. */
+typedef struct tl_ult_spawn {
+    tl_ult_fn fn;
+    void *arg;
+    tl_ult_attr attr;
+    void *tl_private[2]; /* the runtime's: the inbox's link, the stack pool */
+} tl_ult_spawn;
+int tl_ult_spawn_on(tl_ult_spawn *req);
+
 /* Waits for thread to finish, stores its return value in *retval (if not
  * NULL) and releases it. Joining a finished thread is a flag check; a
  * not-yet-started child on top of the caller's queue runs immediately

@@ -319,8 +319,9 @@ struct tlg_team {
     _Atomic long task_pending TLG_ALIGNED;
     _Atomic uint32_t orphan_lock; /* tasks made ready by threads of no team */
     tlg_task *_Atomic orphans; /* written under orphan_lock */
-    _Atomic uint32_t finished TLG_ALIGNED; /* workers done with the region */
-    _Atomic uint32_t end_parked; /* the master parks (or spins) for finished: the last worker wakes it */
+    /* workers done with the region, with TLG_END_BIAS and TLG_END_PARKED
+     * (region_end, worker_end) */
+    _Atomic uint32_t finished TLG_ALIGNED;
     _Atomic int ws_used;      /* a worker used a work share (said as it finishes: the master reads this line anyway) */
     _Atomic unsigned long single_count TLG_ALIGNED;
     _Atomic int cancelled;    /* cancel parallel */
@@ -371,6 +372,11 @@ void tlg_parallel_end(void);
  * region's tasks until its master ends it. */
 void tlg_recall_workers(tlg_team *team);
 enum { TLG_END_RUNNING = 0, TLG_END_LEAVING = 1, TLG_END_RECALLED = 2 };
+/* A team's finished count: TLG_END_BIAS plus the workers done (a recall
+ * may take one back before its worker has counted: the bias keeps that
+ * off the flag), and TLG_END_PARKED: the master waits for the last. */
+#define TLG_END_BIAS (UINT32_C(1) << 20)
+#define TLG_END_PARKED (UINT32_C(1) << 31)
 
 /* The team size for a parallel construct (num_threads clause or 0, the
  * count of sections or 0). */

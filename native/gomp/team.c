@@ -396,8 +396,7 @@ static void region_start(struct region *r)
     atomic_store_explicit(&team->task_pending, 0, RLX);
     atomic_store_explicit(&team->tasks_seen, 0, RLX);
     atomic_store_explicit(&team->master_ending, 0, RLX);
-    atomic_store_explicit(&team->finished, 0, RLX);
-    atomic_store_explicit(&team->end_parked, 0, RLX);
+    atomic_store_explicit(&team->finished, TLG_END_BIAS, RLX);
     atomic_store_explicit(&team->ws_used, 0, RLX);
     atomic_store_explicit(&team->single_count, 0, RLX);
     atomic_store_explicit(&team->cancelled, 0, RLX);
@@ -499,12 +498,18 @@ static void worker_end(tlg_thread *me, int for_master)
     tlg_task_implicit_end(&me->implicit);
     if (me->ws_seq)
         atomic_store_explicit(&team->ws_used, 1, RLX);
-    /* the Dekker pair with region_end: count, then look whether the
-     * master waits (the wake takes a lock the master's VP used last) */
+    /* Count: the count's old value says whether the master waits for
+     * the last (TLG_END_PARKED, set by the master's compare-and-swap on
+     * the same word), so that the wake, which takes a lock the master's VP
+     * used last, happens only then; and nothing of the team is read after
+     * the count, which lets the master end the region and free the team
+     * (a larger one next: team_get). The wake touches the parking lot's
+     * bucket, never the word. */
     uint32_t n = team->nthreads;
-    if (atomic_fetch_add_explicit(&team->finished, 1, SEQ) + 1 == n - 1 &&
-        atomic_load_explicit(&team->end_parked, SEQ))
-        tl_ult_wake(&team->finished, 1);
+    _Atomic uint32_t *finished = &team->finished;
+    uint32_t old = atomic_fetch_add_explicit(finished, 1, ACQREL);
+    if ((old & TLG_END_PARKED) && (old & ~TLG_END_PARKED) + 1 == TLG_END_BIAS + n - 1)
+        tl_ult_wake(finished, 1);
 }
 
 static void *recalled_main(void *p)
@@ -549,12 +554,13 @@ static void region_end(struct region *r)
             continue;
         }
         uint32_t f = atomic_load_explicit(&team->finished, ACQ);
-        if (f == n - 1)
+        if ((f & ~TLG_END_PARKED) == TLG_END_BIAS + n - 1)
             break;
-        atomic_store_explicit(&team->end_parked, 1, SEQ);
-        if (atomic_load_explicit(&team->finished, SEQ) == f)
-            tlg_wait_word(&team->finished, f);
-        atomic_store_explicit(&team->end_parked, 0, RLX);
+        /* say it waits, on the count's own word (worker_end) */
+        if (!(f & TLG_END_PARKED) &&
+            !atomic_compare_exchange_strong_explicit(&team->finished, &f, f | TLG_END_PARKED, ACQREL, ACQ))
+            continue;
+        tlg_wait_word(&team->finished, f | TLG_END_PARKED);
     }
     /* no work share used (its threads' counts of constructs did not
      * move; each worker said so as it finished, see worker_end): the

@@ -24,11 +24,18 @@ struct handoff {
     double ns[HANDOFF_BLOCKS] TL_ALIGNED_CACHE_LINE; /* the asker's blocks */
 };
 
-/* Waits for turn k (the other thread's store), then gives turn k + 1. */
-static inline void take_turn(struct handoff *h, uint64_t k)
+/* Waits for turn k (the other thread's store); no pause: it would be
+ * part of the latency measured. */
+static inline void wait_turn(struct handoff *h, uint64_t k)
 {
     while (atomic_load_explicit(&h->turn, memory_order_acquire) != k)
         ;
+}
+
+/* Waits for turn k, then gives turn k + 1. */
+static inline void take_turn(struct handoff *h, uint64_t k)
+{
+    wait_turn(h, k);
     atomic_store_explicit(&h->turn, k + 1, memory_order_release);
 }
 
@@ -49,9 +56,7 @@ static void ask(void *arg, uint64_t turns)
         uint64_t t0 = tl_now();
         for (int r = 0; r < HANDOFF_ROUNDS; r++, k += 2)
             take_turn(h, k);
-        /* the last answer arrives before the clock is read */
-        while (atomic_load_explicit(&h->turn, memory_order_acquire) != k)
-            ;
+        wait_turn(h, k); /* the last answer, before the clock is read */
         h->ns[b] = tl_ticks_to_ns(tl_now() - t0) / (2.0 * HANDOFF_ROUNDS);
     }
 }

@@ -51,10 +51,31 @@
 #include <sched.h>
 #include <time.h>
 
-/* Whether spinning makes sense now, and until when. */
+/* Whether spinning makes sense now. */
 static int may_spin(void)
 {
     return tlg_env_v.spin_ns && tl_ult_active_vps() > 1 && !tl_ult_local_ready();
+}
+
+/* One pause of a waiter's spin, after which the caller looks again
+ * (25 ns on this project's AMD machine: 32 of them made a spinning
+ * barrier slower than a parked one): 1, or 0 when it should park instead
+ * (spinning makes no sense now, or it spun OMP_WAIT_POLICY's time). The
+ * time counts from its 64th pause, and the clock is read every 64th: a
+ * wait that ends sooner (the master's for its workers, every region)
+ * reads none (a read was 12% of a 2-thread region's master on this
+ * project's VM). */
+static int spin_pause(tlg_spin *spin)
+{
+    if (!may_spin())
+        return 0;
+    tl_cpu_relax();
+    if (++spin->steps & 63)
+        return 1;
+    uint64_t now = tlg_now_ns();
+    if (!spin->since)
+        spin->since = now;
+    return now - spin->since < tlg_env_v.spin_ns;
 }
 
 /* A kernel thread that is not a ULT waits by yielding, then sleeping a
@@ -81,25 +102,10 @@ void tlg_wait_word(_Atomic uint32_t *word, uint32_t val)
             external_pause(&n);
         return;
     }
-    if (may_spin()) {
-        /* the clock from the 64th pause on, as tlg_wait_step reads it: a
-         * wait that ends sooner (the master's for its workers, every
-         * region) reads none (a read was 12% of a 2-thread region's
-         * master on this project's VM) */
-        uint64_t since = 0;
-        for (unsigned i = 1;; i++) {
-            tl_cpu_relax();
-            if (atomic_load_explicit(word, ACQ) != val)
-                return;
-            if ((i & 63) == 0) {
-                uint64_t now = tlg_now_ns();
-                if (!since)
-                    since = now;
-                else if (now - since >= tlg_env_v.spin_ns)
-                    break;
-            }
-        }
-    }
+    tlg_spin spin = {0};
+    while (spin_pause(&spin))
+        if (atomic_load_explicit(word, ACQ) != val)
+            return;
     tl_ult_wait(word, val);
 }
 
@@ -122,22 +128,8 @@ void tlg_wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *anc
         external_pause(&spin->steps);
         return;
     }
-    if (may_spin()) {
-        /* the caller looks again after one pause (25 ns on this project's
-         * AMD machine: 32 of them made a spinning barrier slower than a
-         * parked one); the clock every 64th step */
-        if (spin->steps++ & 63) {
-            tl_cpu_relax();
-            return;
-        }
-        uint64_t now = tlg_now_ns();
-        if (!spin->since)
-            spin->since = now;
-        if (now - spin->since < tlg_env_v.spin_ns) {
-            tl_cpu_relax();
-            return;
-        }
-    }
+    if (spin_pause(spin))
+        return;
     /* the Dekker pair with queue_task (which queues, fences, then reads
      * nparked): count, then look. A region that never queued a task
      * (tasks_seen, set before the first is queued, read seq_cst) needs

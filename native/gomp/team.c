@@ -136,9 +136,8 @@ void tlg_init(void)
     if (!atomic_load_explicit(&rt.initialized, RLX)) {
         tl_ult_config cfg;
         tl_ult_config_init(&cfg);
-        /* the OpenMP threads' stacks are the runtime's default: a thread
-         * of another size looks its stack pool up under the runtime's
-         * global lock (it cost every worker of every region a lock) */
+        /* the OpenMP threads' stacks are the runtime's default pool, the
+         * one every creation finds without a lookup */
         cfg.stack_size = tlg_stack_size();
         unsigned ncpu = tlg_env_v.ncpus;
         cfg.nvps = env_vps();

@@ -69,6 +69,7 @@ void tl_ult_config_init(tl_ult_config *cfg)
     cfg->overflow_handler = 1;
     cfg->spin_us = (unsigned)env_ulong("TL_ULT_SPIN_US", 50);
     cfg->inline_join = (int)env_ulong("TL_ULT_INLINE_JOIN", 1);
+    cfg->membarrier = (int)env_ulong("TL_ULT_MEMBARRIER", 1);
     cfg->external = 0;
 }
 
@@ -208,7 +209,7 @@ int tl_ult_init(const tl_ult_config *cfg_in)
     tlu_rt.external = cfg.external != 0;
     atomic_init(&tlu_rt.active, cfg.nvps);
     tlu_identity_init();
-    tlu_fence_init();
+    tlu_fence_init(cfg.membarrier);
     tlu_rt.page = (size_t)sysconf(_SC_PAGESIZE);
     if (getrandom(&tlu_rt.canary, sizeof tlu_rt.canary, GRND_NONBLOCK) != sizeof tlu_rt.canary)
         tlu_rt.canary = 0x5a17c0de5a17c0deull ^ tlu_now_ns() ^ (uintptr_t)&tlu_rt;

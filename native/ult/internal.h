@@ -287,7 +287,9 @@ struct tlu_stack_cache {
     unsigned n;
 };
 
-/* The pool for a requested stack size (rounded); NULL + errno on error. */
+/* The pool for a requested stack size (rounded); NULL + errno on error.
+ * The default pool's size, rounded or not, takes no lock; another takes
+ * the runtime's lock. Callers go through tlu_stack_pool_of. */
 tlu_stack_pool *tlu_stack_pool_for(size_t size, int *err);
 /* A stack of pool for VP vp (vp may be NULL): returns its lowest usable
  * address (canary written there). Aborts on ENOMEM. */
@@ -412,6 +414,13 @@ struct tlu_rt {
 };
 
 extern struct tlu_rt tlu_rt;
+
+/* The pool of a thread's stack_size attribute (0: the default). */
+static inline tlu_stack_pool *tlu_stack_pool_of(size_t size, int *err)
+{
+    tlu_stack_pool *d = tlu_rt.default_pool;
+    return !size || size == d->usable ? d : tlu_stack_pool_for(size, err);
+}
 
 /* The VP of the calling kernel thread (NULL for external threads). Never
  * inlined and never cached across a switch: a ULT can resume on another
@@ -659,7 +668,7 @@ static inline void *tlu_read_tp(void)
 #endif
 }
 void tlu_identity_init(void);
-void tlu_fence_init(void); /* park.c: registers for membarrier(2) */
+void tlu_fence_init(int membarrier); /* park.c: registers for membarrier(2) when asked */
 
 /* ---- others --------------------------------------------------------- */
 

@@ -23,8 +23,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/membarrier.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -110,11 +108,16 @@ int tl_ult_wake(_Atomic uint32_t *addr, int n)
  * as the process. */
 static int membarrier_ok;
 
-void tlu_fence_init(void)
+void tlu_fence_init(int membarrier)
 {
-#if !TLU_TSAN
-    const char *env = getenv("TL_ULT_MEMBARRIER");
-    if (membarrier_ok || (env && strcmp(env, "0") == 0))
+#if TLU_TSAN
+    (void)membarrier; /* TSan does not see the kernel's barrier: full fences */
+#else
+    if (!membarrier) {
+        membarrier_ok = 0;
+        return;
+    }
+    if (membarrier_ok)
         return;
     long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
     if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))

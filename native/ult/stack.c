@@ -50,6 +50,8 @@ tlu_stack_pool *tlu_stack_pool_for(size_t size, int *err)
         return NULL;
     }
     size_t usable = guard ? round_up(size, tlu_rt.page) : round_up(size, 256);
+    if (tlu_rt.default_pool && usable == tlu_rt.default_pool->usable)
+        return tlu_rt.default_pool;
     pthread_mutex_lock(&tlu_rt.lock);
     tlu_stack_pool *p;
     for (p = tlu_rt.pools; p; p = p->next)

@@ -178,6 +178,14 @@ static inline void desc_init(tlu_thread *t, tl_ult_fn fn, void *arg, tlu_stack_p
 #endif
 }
 
+/* The VP a thread placed on VP place is queued on first: that one, or an
+ * active one when it must stop and the thread is not bound to it. */
+static tlu_vp *placed_target(tlu_vp *vp, int place, int bound)
+{
+    tlu_vp *target = tlu_rt.vps[place];
+    return !bound && tlu_vp_must_stop(target) ? tlu_vp_active_target(vp) : target;
+}
+
 int tlu_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
                      unsigned ndeps, tlu_thread *successor)
 {
@@ -189,12 +197,9 @@ int tlu_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
     int detached = 0, place = TL_ULT_VP_ANY, bound = 0;
     struct tl_ult_identity *ident = NULL;
     if (attr) {
-        if (attr->stack_size && attr->stack_size != pool->usable) {
-            int err;
-            pool = tlu_stack_pool_for(attr->stack_size, &err);
-            if (!pool)
-                return err;
-        }
+        int err;
+        if (!(pool = tlu_stack_pool_of(attr->stack_size, &err)))
+            return err;
         detached = attr->detached;
         place = attr->vp;
         bound = attr->bound;
@@ -226,10 +231,7 @@ int tlu_create(tl_ult_t *out, const tl_ult_attr *attr, tl_ult_fn fn, void *arg,
     }
     atomic_store_explicit(&t->deps, 0, RLX);
     if (TLU_UNLIKELY(place != TL_ULT_VP_ANY) && (!vp || place != (int)vp->id)) {
-        tlu_vp *target = tlu_rt.vps[place];
-        if (!bound && tlu_vp_must_stop(target))
-            target = tlu_vp_active_target(vp);
-        tlu_sched_inbox_push(target, t);
+        tlu_sched_inbox_push(placed_target(vp, place, bound), t);
         return 0;
     }
     tlu_sched_push_new(vp, t);
@@ -251,18 +253,17 @@ int tl_ult_spawn_on(tl_ult_spawn *req)
     if (TLU_UNLIKELY(!req->fn || !a->detached || a->vp < 0 || a->vp >= (int)tlu_rt.nvps))
         return EINVAL;
     tlu_vp *vp = tlu_vp_self_fast();
-    tlu_vp *target = tlu_rt.vps[a->vp];
-    if (!a->bound && tlu_vp_must_stop(target))
-        target = tlu_vp_active_target(vp);
-    if (target == vp) /* its own VP: nothing to save */
-        return tlu_create(NULL, a, req->fn, req->arg, 0, NULL);
-    tlu_stack_pool *pool = tlu_rt.default_pool;
-    if (a->stack_size && a->stack_size != pool->usable) {
-        int err;
-        pool = tlu_stack_pool_for(a->stack_size, &err);
-        if (!pool)
-            return err;
+    tlu_vp *target = placed_target(vp, a->vp, a->bound);
+    if (target == vp) {
+        /* its own VP: nothing to save (a bound thread's VP is a->vp) */
+        tl_ult_attr here = *a;
+        here.vp = a->bound ? a->vp : TL_ULT_VP_ANY;
+        return tlu_create(NULL, &here, req->fn, req->arg, 0, NULL);
     }
+    int err;
+    tlu_stack_pool *pool = tlu_stack_pool_of(a->stack_size, &err);
+    if (!pool)
+        return err;
     req->tl_private[1] = pool;
     tlu_sched_inbox_push_spawn(target, req);
     return 0;

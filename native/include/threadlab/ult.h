@@ -93,6 +93,11 @@ typedef struct tl_ult_config {
      * joiner's stack when the joiner has room for the child's whole stack
      * (default 1; env TL_ULT_INLINE_JOIN). See docs/ult.md. */
     int inline_join;
+    /* 1 (default): the sleeper's side of tl_ult_fence_sleeper is a
+     * membarrier(2), registered at init where the kernel has it, and the
+     * publisher's a compiler barrier; 0: full fences on both sides (env
+     * TL_ULT_MEMBARRIER). */
+    int membarrier;
     /* 0 (default): the caller of tl_ult_init becomes VP 0 and the
      * primordial ULT. 1: every VP is a new kernel thread and the caller
      * stays an external thread (it may call tl_ult_run_as_self and
@@ -387,7 +392,8 @@ int tl_ult_wake(_Atomic uint32_t *addr, int n);
  * interprocessor interrupt each, microseconds): the common side no longer
  * waits for its stores to reach the other CPUs. Without it, or under
  * ThreadSanitizer (which does not know that barrier), or with
- * TL_ULT_MEMBARRIER=0, both are full fences. Any thread of the process. */
+ * tl_ult_config.membarrier 0 (TL_ULT_MEMBARRIER=0), both are full fences.
+ * Any thread of the process. */
 void tl_ult_fence_publisher(void);
 void tl_ult_fence_sleeper(void);
 

@@ -676,6 +676,14 @@ static void pass_pin(void)
                 second = (int)c;
         }
     start_manager(8, 2);
+    /* Registered and confined first: the watcher's first mask of the two
+     * CPUs, set while a region ran, would replace that region's pins (the
+     * next region pins again; the rounds below must not race it). */
+    settle();
+    team_of(2);
+    CHECK(threadlab_omp_state() == TL_OMP_STATE_MANAGED);
+    give(2);
+    CHECK(watcher_applied());
     int cpu[2] = {-2, -2};
     for (int round = 0; round < 3; round++) {
 #pragma omp parallel num_threads(2)

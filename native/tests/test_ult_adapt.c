@@ -2,8 +2,8 @@
  * follow a resource manager and to keep its own synchronization state:
  * the active VP count (stopped VPs hand their threads over, resumed ones
  * take work again), safe points, parking on a word (tl_ult_wait/wake),
- * first placement and binding of a new thread, the per-ULT pointer and
- * the local-ready probe. A lost wake-up shows as a hang: the alarm turns
+ * first placement and binding of a new thread, time slices (preemption),
+ * the per-ULT pointer and the local-ready probe. A lost wake-up shows as a hang: the alarm turns
  * it into a failure. */
 #define _GNU_SOURCE
 #include "check_ult.h"
@@ -355,6 +355,99 @@ static void *thief(void *p)
     return NULL;
 }
 
+/* ---- preemption (preempt.c) ------------------------------------------------ */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PREEMPTS 0 /* not under the sanitizers */
+#else
+#define PREEMPTS 1
+#endif
+
+/* Spins in this program's own code, never calling the runtime, until the
+ * other spinner has started or 5 s have passed (a cooperative VP runs
+ * one spinner to its deadline before the other starts). */
+static _Atomic int spin_started[2], spin_saw[2];
+
+static void *spinner(void *p)
+{
+    int me = (int)(intptr_t)p;
+    atomic_store(&spin_started[me], 1);
+    uint64_t end = now_ns() + 5000000000u;
+    while (!atomic_load_explicit(&spin_started[!me], memory_order_relaxed) && now_ns() < end) {
+    }
+    atomic_store(&spin_saw[me], atomic_load(&spin_started[!me]));
+    return NULL;
+}
+
+/* Spins on the VP it was placed on until it finds itself on another one
+ * (a VP told to stop lets its thread go within a slice) or 5 s passed. */
+static _Atomic int mover_started, mover_vp;
+
+static void *mover(void *p)
+{
+    (void)p;
+    int first = tl_ult_vp_id();
+    atomic_store(&mover_started, 1);
+    uint64_t end = now_ns() + 5000000000u;
+    int vp = first;
+    while (vp == first && now_ns() < end)
+        vp = tl_ult_vp_id();
+    atomic_store(&mover_vp, vp);
+    return NULL;
+}
+
+static void *lone_spinner(void *p)
+{
+    uint64_t end = now_ns() + (uint64_t)(uintptr_t)p;
+    while (now_ns() < end) {
+    }
+    return NULL;
+}
+
+static void test_preempt(void)
+{
+    tl_ult_stats before, after;
+    tl_ult_attr a;
+    tl_ult_t t[2];
+
+    /* Two spinners on the one active VP share it: each sees the other. */
+    CHECK(tl_ult_set_active_vps(1) == 0);
+    tl_ult_get_stats(&before);
+    for (int i = 0; i < 2; i++) {
+        tl_ult_attr_init(&a);
+        a.vp = 0;
+        CHECK(tl_ult_create(&t[i], &a, spinner, (void *)(intptr_t)i) == 0);
+    }
+    for (int i = 0; i < 2; i++)
+        CHECK(tl_ult_join(t[i], NULL) == 0);
+    tl_ult_get_stats(&after);
+    int both = atomic_load(&spin_saw[0]) && atomic_load(&spin_saw[1]);
+    CHECK(both == PREEMPTS);
+    CHECK((after.preemptions > before.preemptions) == PREEMPTS);
+
+    /* A thread alone on the active VP is never interrupted. */
+    tl_ult_get_stats(&before);
+    tl_ult_attr_init(&a);
+    a.vp = 0;
+    CHECK(tl_ult_create(&t[0], &a, lone_spinner, (void *)(uintptr_t)100000000u) == 0);
+    CHECK(tl_ult_join(t[0], NULL) == 0);
+    tl_ult_get_stats(&after);
+    CHECK(after.preemptions == before.preemptions);
+
+    /* A VP told to stop while its thread spins lets it go to an active one. */
+    CHECK(tl_ult_set_active_vps(3) == 0);
+    tl_ult_attr_init(&a);
+    a.vp = 2;
+    CHECK(tl_ult_create(&t[0], &a, mover, NULL) == 0);
+    while (!atomic_load(&mover_started))
+        tl_ult_sleep_ns(1000000);
+    CHECK(tl_ult_set_active_vps(2) == 0);
+    CHECK(tl_ult_join(t[0], NULL) == 0);
+    int moved = atomic_load(&mover_vp);
+    CHECK(PREEMPTS ? (moved == 0 || moved == 1) : moved == 2);
+    CHECK(tl_ult_set_active_vps(3) == 0);
+}
+
 static void test_deque(void)
 {
     CHECK(tl_ult_deque_create(&dq) == 0);
@@ -414,6 +507,7 @@ int main(void)
     test_stopping_bound();
     test_placement();
     test_spawn_on();
+    test_preempt();
     test_deque();
     CHECK(tl_ult_finalize() == 0);
     test_local_ready();

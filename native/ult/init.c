@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,6 +71,7 @@ void tl_ult_config_init(tl_ult_config *cfg)
     cfg->spin_us = (unsigned)env_ulong("TL_ULT_SPIN_US", 50);
     cfg->inline_join = (int)env_ulong("TL_ULT_INLINE_JOIN", 1);
     cfg->membarrier = (int)env_ulong("TL_ULT_MEMBARRIER", 1);
+    cfg->preempt_ms = (unsigned)env_ulong("TL_ULT_PREEMPT_MS", 10);
     cfg->external = 0;
 }
 
@@ -116,6 +118,7 @@ static void *main_altstack;
 
 static void teardown(void)
 {
+    tlu_preempt_finalize();
     free_vps();
     tlu_desc_finalize();
     tlu_stack_finalize();
@@ -235,6 +238,8 @@ int tl_ult_init(const tl_ult_config *cfg_in)
     for (unsigned i = 0; i < cfg.nvps; i++)
         if ((err = setup_vp(i, cpus, ncpus)))
             goto fail;
+    if ((err = tlu_preempt_init()))
+        goto fail;
 
     if (tlu_rt.external) {
         /* every VP is a thread of ours; the caller stays external */
@@ -266,6 +271,7 @@ int tl_ult_init(const tl_ult_config *cfg_in)
     tlu_rt.main_thread = m;
     vp0->current = m;
     tlu_vp_set_self(vp0);
+    atomic_store_explicit(&vp0->tid, (int)syscall(SYS_gettid), RLX);
 
     if (vp0->cpu >= 0) {
         tlu_rt.saved_affinity = malloc(sizeof(cpu_set_t));
@@ -318,6 +324,7 @@ int tl_ult_finalize(void)
             struct timespec ts = {0, 20000};
             nanosleep(&ts, NULL);
         }
+        tlu_preempt_finalize();
         tlu_vp_stop_all();
         teardown();
         return 0;
@@ -327,6 +334,7 @@ int tl_ult_finalize(void)
     /* every other ULT must finish; VP 0 keeps scheduling meanwhile */
     while (live_threads() > 0)
         tl_ult_sleep_ns(20000);
+    tlu_preempt_finalize();
     tlu_vp_stop_all();
     tlu_thread *m = tlu_rt.main_thread;
     if (m->tls)
@@ -358,4 +366,5 @@ void tl_ult_get_stats(tl_ult_stats *st)
     st->stack_bytes = tlu_rt.stack_bytes;
     pthread_mutex_unlock(&tlu_rt.lock);
     st->guard_fallbacks = atomic_load_explicit(&tlu_rt.guard_fallbacks, RLX);
+    st->preemptions = tlu_preempt_count();
 }

@@ -374,6 +374,9 @@ typedef struct tlu_vp {
     /* written while idle (beat every 64 polls): off the pushers' line */
     _Atomic uint32_t spinning TL_ALIGNED_CACHE_LINE; /* idle, polling its queues (vp_idle) */
     _Atomic uint32_t beat;                     /* bumped every 64 polls while spinning */
+    /* the preemption ticker's (preempt.c): written rarely, read per tick */
+    _Atomic int tid;                           /* its kernel thread, 0 before it runs */
+    _Atomic int preempt_asked;                 /* a SIGURG to it is the ticker's */
 } tlu_vp;
 
 /* ---- the runtime --------------------------------------------------- */
@@ -412,6 +415,16 @@ struct tlu_rt {
     _Atomic uint64_t guard_fallbacks;
     _Atomic uint32_t fence_dummy;
 };
+
+/* ---- preemption (preempt.c) --------------------------------------- */
+
+/* Installs the SIGURG handler (tl_ult_config.preempt_ms, not under the
+ * sanitizers); the ticker starts the first time a VP is told to stop. */
+int tlu_preempt_init(void);
+void tlu_preempt_vps_stopped(void);
+/* Stops the ticker and puts the program's SIGURG action back. */
+void tlu_preempt_finalize(void);
+uint64_t tlu_preempt_count(void);
 
 extern struct tlu_rt tlu_rt;
 

@@ -414,7 +414,9 @@ tlu_thread *tlu_sched_pick(tlu_vp *vp, int steal, int from_sched)
 
 int tlu_sched_has_own_work(tlu_vp *vp)
 {
-    return atomic_load_explicit(&vp->next, SEQ) || vp->runq_head || atomic_load_explicit(&vp->inbox, SEQ) ||
+    /* runq_head is the owner's; the preemption ticker reads it too */
+    return atomic_load_explicit(&vp->next, SEQ) || __atomic_load_n(&vp->runq_head, __ATOMIC_RELAXED) ||
+           atomic_load_explicit(&vp->inbox, SEQ) ||
            atomic_load_explicit(&vp->wd_inbox, SEQ) ||
            atomic_load_explicit(&vp->dq.bottom, SEQ) > atomic_load_explicit(&vp->dq.top, SEQ);
 }

@@ -362,6 +362,7 @@ static void *vp_main(void *p)
     tlu_vp *vp = p;
     vp->own_tcb = tlu_read_tp();
     tlu_vp_set_self(vp);
+    atomic_store_explicit(&vp->tid, (int)syscall(SYS_gettid), RLX);
     pin_self(vp);
     tlu_vp_init_kernel_context(&vp->sched);
     if (tlu_rt.cfg.stack_mode == TL_ULT_STACK_GUARD && tlu_rt.cfg.overflow_handler)
@@ -424,6 +425,8 @@ int tl_ult_set_active_vps(unsigned n)
     unsigned lo = old < n ? old : n, hi = old < n ? n : old;
     for (unsigned i = lo; i < hi; i++)
         tlu_vp_kick(tlu_rt.vps[i]);
+    if (n < tlu_rt.nvps)
+        tlu_preempt_vps_stopped();
     return 0;
 }
 

@@ -17,6 +17,13 @@
  *     change (its active VP count equals the allocation), no chunk starts
  *     on a stopped VP; after 4 the stopped VPs run chunks again; every
  *     iteration runs exactly once;
+ *  2b. time slices: at allocation 1, a region of 2 threads that spin in
+ *     the program's own code (as a static loop does, with no safe point)
+ *     until each has seen the other start: the one VP left runs both in
+ *     turns (preempt.c; TL_ULT_PREEMPT_MS=0 fails it: the thread that
+ *     starts first runs to its deadline. In vp mode, in the sanitizer
+ *     builds, where there is no preemption, each thread is bound to a VP
+ *     of its own, which runs it although it was told to stop);
  *  3. inside one region, at allocation 1, the manager stops (as the
  *     daemon does: STOPPED, the slots' epochs woken): the stopped VPs come
  *     back before the region ends, and the process is unmanaged;
@@ -193,6 +200,25 @@ static void grow_in_region(int *team)
     }
 }
 
+/* ---- step 2b: time slices on the one VP left ------------------------------------ */
+
+static _Atomic int spin_started[2], spin_saw[2];
+
+static void share_one_vp(void)
+{
+#pragma omp parallel num_threads(2)
+    {
+        int k = omp_get_thread_num() & 1;
+        __atomic_store_n(&spin_started[k], 1, __ATOMIC_RELEASE);
+        double end = omp_get_wtime() + 10;
+        volatile unsigned x = 0;
+        while (!__atomic_load_n(&spin_started[!k], __ATOMIC_ACQUIRE) && omp_get_wtime() < end)
+            for (int i = 0; i < 100000; i++) /* the program's own code, mostly */
+                x = x * 3 + 1;
+        __atomic_store_n(&spin_saw[k], __atomic_load_n(&spin_started[!k], __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+    }
+}
+
 /* ---- steps 3 and 4: the manager lost while a region runs ------------------- */
 
 static _Atomic int region_done;
@@ -354,7 +380,16 @@ int main(void)
         printf("(vp mode: OpenMP threads are bound to VPs; the VP bounds are not checked)\n");
     }
 
+    /* 2b. two threads spinning on the one VP left share it */
+    __atomic_store_n(&want, 1, __ATOMIC_RELEASE);
+    wait_active(1);
+    share_one_vp();
+    CHECK(spin_saw[0] && spin_saw[1]);
+    printf("two spinning threads at allocation 1: each saw the other: %d %d\n", spin_saw[0], spin_saw[1]);
+
     /* 3. the manager stops while a region runs */
+    __atomic_store_n(&want, 4, __ATOMIC_RELEASE);
+    wait_active(4);
     lose_in_region(0);
 
     /* 4. a new manager: joined at a region, then it dies while one runs */

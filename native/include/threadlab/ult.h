@@ -98,6 +98,15 @@ typedef struct tl_ult_config {
      * publisher's a compiler barrier; 0: full fences on both sides (env
      * TL_ULT_MEMBARRIER). */
     int membarrier;
+    /* Time slice in milliseconds for threads that do not reach a
+     * scheduling point (default 10; 0: never preempt; env
+     * TL_ULT_PREEMPT_MS). From the first time a VP is told to stop
+     * (tl_ult_set_active_vps), a VP that has run one thread for a slice,
+     * and that must stop or holds other threads that could run, is sent
+     * SIGURG, and the thread yields if it was interrupted in the main
+     * executable's own code. x86-64, no sanitizer. See docs/ult.md,
+     * "Preemption". */
+    unsigned preempt_ms;
     /* 0 (default): the caller of tl_ult_init becomes VP 0 and the
      * primordial ULT. 1: every VP is a new kernel thread and the caller
      * stays an external thread (it may call tl_ult_run_as_self and
@@ -162,6 +171,7 @@ typedef struct tl_ult_stats {
     uint64_t stack_slots;     /* stack slots carved so far */
     uint64_t stack_bytes;     /* bytes of address space reserved for stacks */
     uint64_t guard_fallbacks; /* guard-mode stacks that got only a canary */
+    uint64_t preemptions;     /* threads made to yield by a time slice's end */
 } tl_ult_stats;
 
 /* Snapshot of the counters (racy while ULTs run; exact when quiescent). */

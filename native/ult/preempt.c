@@ -1,0 +1,257 @@
+/*
+ * preempt.c - time slices for threads that do not reach a scheduling point.
+ *
+ * Threads are cooperative: a VP told to stop (tl_ult_set_active_vps) goes
+ * on running its thread until that thread switches, and threads queued
+ * behind a long one wait for all of it. An OpenMP static loop, compiled
+ * inline, has no scheduling point until its closing barrier: on a VP that
+ * was told to stop it keeps a CPU the process no longer owns, and on the
+ * VP that stays, the thread that came first runs its whole share while
+ * the others wait, so that when VPs come back only the waiting threads
+ * are left to spread (docs/ult.md, "Preemption").
+ *
+ * So, from the first time a VP is told to stop, a ticker thread looks at
+ * the VPs every tl_ult_config.preempt_ms. A VP that runs the same thread
+ * as a tick ago, with no scheduling decision since, and that must stop or
+ * holds other threads that could run, gets SIGURG (a signal that is
+ * ignored by default and that few programs use; Go's runtime preempts
+ * with it too) when its kernel thread is running. The handler yields the
+ * interrupted thread, but only where that is safe: when the thread was
+ * interrupted in the program's own code (the main executable's text), so
+ * that neither this runtime nor libc is half-way through an update of its
+ * state or holds a lock of its own. Elsewhere it returns, and the next
+ * tick tries again.
+ *
+ * A yielded thread may resume on another VP, and it returns from the
+ * handler there: the kernel then restores the signal mask and alternate
+ * signal stack saved in the frame on that kernel thread, so the handler
+ * writes that thread's own into the frame first. The thread pointer (fs)
+ * is not in the frame: a worn identity is the switch's business.
+ *
+ * Not under the sanitizers: their runtimes see a signal handler that
+ * switches stacks as corruption (ThreadSanitizer delivers signals late, at
+ * its own points, where the interrupted PC says nothing).
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#if TLU_ASAN || TLU_TSAN || !defined(__x86_64__)
+#define TLU_PREEMPT 0
+#else
+#define TLU_PREEMPT 1
+#endif
+
+static struct {
+    int enabled;                 /* the handler is installed */
+    uintptr_t text_lo, text_hi;  /* the main executable's code */
+    pid_t pid;
+    struct sigaction previous;   /* the program's SIGURG action before ours */
+    _Atomic int started;         /* the ticker runs */
+    pthread_t ticker;
+    _Atomic uint32_t seq;        /* futex word: the ticker's sleep, cut short to quit */
+    _Atomic int quit;
+    _Atomic uint64_t preemptions;
+    struct tick_seen {
+        tlu_thread *current;
+        uint32_t tick;
+    } *seen;
+} pre;
+
+#if TLU_PREEMPT
+static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    /* the first object is the program itself */
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < lo)
+            lo = a;
+        if (a + ph->p_memsz > hi)
+            hi = a + ph->p_memsz;
+    }
+    if (hi > lo) {
+        pre.text_lo = lo;
+        pre.text_hi = hi;
+    }
+    return 1;
+}
+
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+    if (pre.previous.sa_flags & SA_SIGINFO) {
+        if (pre.previous.sa_sigaction)
+            pre.previous.sa_sigaction(sig, si, uc);
+    } else if (pre.previous.sa_handler != SIG_DFL && pre.previous.sa_handler != SIG_IGN) {
+        pre.previous.sa_handler(sig);
+    }
+    /* SIGURG's default action is to ignore it */
+}
+
+static void on_sigurg(int sig, siginfo_t *si, void *ucv)
+{
+    int saved_errno = errno;
+    tlu_vp *vp = tlu_vp_self_fast();
+    if (!vp || !atomic_exchange_explicit(&vp->preempt_asked, 0, ACQ)) {
+        chain(sig, si, ucv); /* not ours */
+        errno = saved_errno;
+        return;
+    }
+    ucontext_t *uc = ucv;
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    tlu_thread *cur = vp->current;
+    if (pc >= pre.text_lo && pc < pre.text_hi && cur && !vp->in_slowpath) {
+        atomic_fetch_add_explicit(&pre.preemptions, 1, RLX);
+        tl_ult_yield();
+        /* perhaps on another kernel thread now: sigreturn restores these */
+        pthread_sigmask(SIG_SETMASK, NULL, &uc->uc_sigmask);
+        stack_t ss;
+        if (sigaltstack(NULL, &ss) == 0)
+            uc->uc_stack = ss;
+    }
+    errno = saved_errno;
+}
+
+static int thread_running(pid_t tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    /* "tid (comm) S ...": comm may hold spaces and parentheses */
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] == 'R';
+}
+
+/* A VP whose thread has run for a whole tick, and that must stop or holds
+ * threads that could run instead, is asked to yield. A blocked kernel
+ * thread is left alone: the signal would cut its system call short
+ * (nanosleep and poll return EINTR even under SA_RESTART). */
+static void tick(void)
+{
+    unsigned active = atomic_load_explicit(&tlu_rt.active, RLX);
+    for (unsigned i = 0; i < tlu_rt.nvps; i++) {
+        tlu_vp *vp = tlu_rt.vps[i];
+        tlu_thread *cur = __atomic_load_n(&vp->current, __ATOMIC_RELAXED);
+        uint32_t t = __atomic_load_n(&vp->tick, __ATOMIC_RELAXED);
+        int same = cur && cur == pre.seen[i].current && t == pre.seen[i].tick;
+        pre.seen[i].current = cur;
+        pre.seen[i].tick = t;
+        pid_t tid = atomic_load_explicit(&vp->tid, RLX);
+        if (!same || !tid || (i < active && !tlu_sched_has_own_work(vp)))
+            continue;
+        if (!thread_running(tid))
+            continue;
+        atomic_store_explicit(&vp->preempt_asked, 1, REL);
+        syscall(SYS_tgkill, pre.pid, tid, SIGURG);
+    }
+}
+
+static void *ticker_main(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* the program's signals go to its threads */
+    unsigned ms = tlu_rt.cfg.preempt_ms;
+    struct timespec period = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (!atomic_load_explicit(&pre.quit, ACQ)) {
+        uint32_t seq = atomic_load_explicit(&pre.seq, ACQ);
+        syscall(SYS_futex, &pre.seq, FUTEX_WAIT_PRIVATE, seq, &period, NULL, 0);
+        if (!atomic_load_explicit(&pre.quit, ACQ))
+            tick();
+    }
+    return NULL;
+}
+#endif /* TLU_PREEMPT */
+
+int tlu_preempt_init(void)
+{
+    memset(&pre, 0, sizeof pre);
+#if TLU_PREEMPT
+    if (!tlu_rt.cfg.preempt_ms)
+        return 0;
+    dl_iterate_phdr(find_text, NULL);
+    if (pre.text_hi <= pre.text_lo)
+        return 0;
+    pre.seen = calloc(tlu_rt.nvps, sizeof *pre.seen);
+    if (!pre.seen)
+        return ENOMEM;
+    pre.pid = getpid();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigurg;
+    /* not deferred: the thread the handler switches to must be
+     * preemptible too (a nested SIGURG finds the PC in this library and
+     * returns) */
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGURG, &sa, &pre.previous) != 0) {
+        free(pre.seen);
+        pre.seen = NULL;
+        return 0;
+    }
+    pre.enabled = 1;
+#endif
+    return 0;
+}
+
+void tlu_preempt_vps_stopped(void)
+{
+#if TLU_PREEMPT
+    if (!pre.enabled || atomic_load_explicit(&pre.started, ACQ))
+        return;
+    pthread_mutex_lock(&tlu_rt.lock);
+    if (!atomic_load_explicit(&pre.started, RLX)) {
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setstacksize(&a, 64 << 10);
+        if (pthread_create(&pre.ticker, &a, ticker_main, NULL) == 0)
+            atomic_store_explicit(&pre.started, 1, REL);
+        pthread_attr_destroy(&a);
+    }
+    pthread_mutex_unlock(&tlu_rt.lock);
+#endif
+}
+
+void tlu_preempt_finalize(void)
+{
+#if TLU_PREEMPT
+    if (atomic_load_explicit(&pre.started, ACQ)) {
+        atomic_store_explicit(&pre.quit, 1, REL);
+        atomic_fetch_add_explicit(&pre.seq, 1, REL);
+        syscall(SYS_futex, &pre.seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        pthread_join(pre.ticker, NULL);
+    }
+    if (pre.enabled)
+        sigaction(SIGURG, &pre.previous, NULL);
+    free(pre.seen);
+#endif
+    memset(&pre, 0, sizeof pre);
+}
+
+uint64_t tlu_preempt_count(void)
+{
+    return atomic_load_explicit(&pre.preemptions, RLX);
+}

@@ -85,7 +85,7 @@ def test_a_manager_stopped_mid_run_leaves_the_kernel_unmanaged_and_right(lab: La
     manager.stop()
     code, data, err = _result(program)
     assert code == 0 and data["verified"] is True, (data, err)
-    assert data["managed"] == "no"  # every VP active again, until a manager comes back
+    assert data["managed"] == "no"  # every VP active again, teams cooperative, until a manager comes back
     notices = [line for line in err if line.startswith("threadlab-gomp[")]
     assert notices == [f"threadlab-gomp[{program.pid}]: the resource manager stopped; running unmanaged "
-                       "(every VP active)"], err
+                       "but cooperative (every VP active, teams sized by the idle CPUs)"], err

@@ -516,7 +516,7 @@ void tlg_rm_init(void);
 int tlg_rm_managed(void);
 /* Applies the current allocation now (the runtime has just started). */
 void tlg_rm_follow(void);
-/* The effective dyn-var (true by default while managed). */
+/* The effective dyn-var (true by default while managed or cooperative). */
 int tlg_dyn(const tlg_icv *icv);
 
 /* ---- messages (error.c) --------------------------------------------------------- */

@@ -37,7 +37,12 @@
  *
  * No manager (no arena, a stopped or dead one, a full arena): the program
  * runs unmanaged with every VP active and looks again once a second (at
- * top-level regions). THREADLAB_GOMP_WAIT_MS (default 50) is how long a
+ * top-level regions). Once it was managed or refused (a lost manager, a
+ * full arena) it is *cooperative*, as the shim: while dyn-var is true (its
+ * default then too) a region gets at most the CPUs of the process that
+ * other work leaves idle (threadlab/rm_client.h, tl_rm_coop), so that a
+ * fallback never runs more threads than passive libgomp beside that work
+ * would have CPUs for. THREADLAB_GOMP_WAIT_MS (default 50) is how long a
  * new registration waits for its first allocation.
  *
  * The membership itself (the arena, registration, liveness, the notices
@@ -73,7 +78,9 @@ static struct {
     _Atomic uint64_t region_ns;
     uint32_t kick;    /* futex word: +1 at every state change (the watcher looks) */
     pid_t watcher;    /* the process whose watcher runs (none after a fork) */
-} rm = {.lock = PTHREAD_MUTEX_INITIALIZER, .c = TL_RM_CLIENT_INITIALIZER};
+    _Atomic int cooperative; /* managed or refused once: without a manager, cooperate */
+    tl_rm_coop co;
+} rm = {.lock = PTHREAD_MUTEX_INITIALIZER, .c = TL_RM_CLIENT_INITIALIZER, .co = TL_RM_COOP_INITIALIZER};
 
 static void start_watcher(void);
 
@@ -84,17 +91,40 @@ int tlg_rm_managed(void)
 
 /* The membership's events, once each: a program that finds no manager
  * when it starts is the usual case and says nothing; losing one, or being
- * refused, is told. */
+ * refused, is told, with what the runtime does about it (as the shim). */
 static int rm_notice(tl_rm_client *client, int event, const char *what)
 {
     (void)client;
-    if (event == TL_RM_CLIENT_NONE)
+    switch (event) {
+    case TL_RM_CLIENT_NONE:
         return 0;
-    if (event == TL_RM_CLIENT_ATTACHED)
+    case TL_RM_CLIENT_ATTACHED:
         tlg_notice("%s", what);
-    else
+        break;
+    case TL_RM_CLIENT_FULL:
+    case TL_RM_CLIENT_STOPPED:
+    case TL_RM_CLIENT_GONE:
+    case TL_RM_CLIENT_HUNG:
+        tlg_notice("%s; running unmanaged but cooperative (every VP active, teams sized by the idle CPUs)", what);
+        break;
+    default:
         tlg_notice("%s; running unmanaged (every VP active)", what);
+        break;
+    }
     return 1;
+}
+
+/* Under rm.lock: cooperation starts, from the allocation the manager last
+ * gave (0: none, refused), on the process's CPUs. */
+static void coop_begin(uint32_t alloc)
+{
+    tl_rm_cpuset mine;
+    tl_rm_cpuset_zero(&mine);
+    for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
+        if (CPU_ISSET(c, &tlg_env_v.cpus))
+            tl_rm_cpuset_add(&mine, c);
+    tl_rm_coop_begin(&rm.co, &mine, alloc);
+    atomic_store_explicit(&rm.cooperative, 1, REL);
 }
 
 /* Every VP runs again (unmanaged). */
@@ -153,16 +183,26 @@ void tlg_rm_init(void)
 static int attach_locked(unsigned request)
 {
     atomic_store_explicit(&rm.region_ns, 0, RLX); /* the next region is the first */
-    return tl_rm_client_attach(&rm.c, request ? request : 1) == TL_RM_CLIENT_MANAGED ? RM_MANAGED : RM_UNMANAGED;
+    int rc = tl_rm_client_attach(&rm.c, request ? request : 1);
+    if (rc == TL_RM_CLIENT_FULL && !atomic_load_explicit(&rm.cooperative, RLX))
+        coop_begin(0);
+    if (rc != TL_RM_CLIENT_MANAGED)
+        return RM_UNMANAGED;
+    atomic_store_explicit(&rm.cooperative, 1, REL);
+    return RM_MANAGED;
 }
 
 /* The manager was lost (`why`: stopped, gone, hung), seen by a region or
- * the watcher: unmanaged, every VP active, one notice. */
+ * the watcher: unmanaged, every VP active (while a region runs too, as
+ * the shim gives its threads their CPUs back), cooperative from the next
+ * region on, one notice. */
 static void lose(int why)
 {
     pthread_mutex_lock(&rm.lock);
     if (atomic_load_explicit(&rm.state, RLX) == RM_MANAGED) {
         tl_rm_client_lost(&rm.c, why);
+        tl_rm_slot *my = __atomic_load_n(&rm.c.my, __ATOMIC_ACQUIRE);
+        coop_begin(my ? __atomic_load_n(&my->alloc, __ATOMIC_RELAXED) : 1);
         set_state(RM_UNMANAGED);
     }
     pthread_mutex_unlock(&rm.lock);
@@ -200,6 +240,13 @@ static void start_watcher(void)
         rm.watcher = pid;
 }
 
+/* The bound of an unmanaged region: cooperative, the CPUs other work
+ * leaves idle; else none. */
+static unsigned unmanaged_bound(unsigned request)
+{
+    return atomic_load_explicit(&rm.cooperative, ACQ) ? tl_rm_coop_team(&rm.co, request) : 0;
+}
+
 unsigned tlg_rm_region(unsigned request)
 {
     if (tlg_forked)
@@ -215,14 +262,14 @@ unsigned tlg_rm_region(unsigned request)
             pthread_mutex_unlock(&rm.lock);
         }
         if (state != RM_MANAGED)
-            return 0;
+            return unmanaged_bound(request);
     }
     uint64_t now = tl_rm_coarse_ns();
     int why = tl_rm_client_check(&rm.c, now);
     if (TLG_UNLIKELY(why != TL_RM_CLIENT_MANAGED)) {
         if (why != TL_RM_CLIENT_REPLACED) {
             lose(why);
-            return 0;
+            return unmanaged_bound(request);
         }
         /* our slot was freed, or a new manager adopted the arena */
         pthread_mutex_lock(&rm.lock);
@@ -233,7 +280,7 @@ unsigned tlg_rm_region(unsigned request)
         }
         pthread_mutex_unlock(&rm.lock);
         if (state != RM_MANAGED)
-            return 0;
+            return unmanaged_bound(request);
     }
     if (request == 0)
         request = 1;
@@ -263,12 +310,13 @@ int tlg_safe_point(void)
     return tl_ult_safe_point();
 }
 
-/* The effective dyn-var: managed, it defaults to true unless set. */
+/* The effective dyn-var: managed or cooperative, it defaults to true
+ * unless set. */
 int tlg_dyn(const tlg_icv *icv)
 {
     if (icv->dyn_set || tlg_env_v.dyn_explicit)
         return icv->dyn;
-    return icv->dyn || tlg_rm_managed();
+    return icv->dyn || tlg_rm_managed() || atomic_load_explicit(&rm.cooperative, RLX);
 }
 
 __attribute__((destructor)) static void rm_fini(void)

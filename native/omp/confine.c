@@ -37,7 +37,6 @@ static struct {
     pthread_mutex_t lock;       /* capture and start */
     cpu_set_t original;         /* the process's CPUs before any confinement */
     int captured;
-    unsigned ncpus;             /* CPU_COUNT(original) */
     pid_t watcher_pid;          /* the process whose watcher runs (none after a fork) */
     uint32_t kick;              /* futex word: the shim's state changed */
     unsigned generation;        /* +1 whenever the threads' masks are set */
@@ -55,9 +54,6 @@ void shim_confine_capture(void)
         if (sched_getaffinity(0, sizeof cf.original, &cf.original) != 0)
             for (long c = 0, n = sysconf(_SC_NPROCESSORS_ONLN); c < n && c < CPU_SETSIZE; c++)
                 CPU_SET((int)c, &cf.original);
-        cf.ncpus = (unsigned)CPU_COUNT(&cf.original);
-        if (cf.ncpus == 0)
-            cf.ncpus = 1;
         cf.captured = 1;
     }
     pthread_mutex_unlock(&cf.lock);
@@ -66,11 +62,6 @@ void shim_confine_capture(void)
 const cpu_set_t *shim_confine_original(void)
 {
     return &cf.original;
-}
-
-unsigned shim_confine_ncpus(void)
-{
-    return cf.ncpus ? cf.ncpus : 1;
 }
 
 unsigned shim_confine_generation(void)

@@ -47,7 +47,7 @@
  * and an arena that is full, leave the program *cooperative*: its threads
  * get their original CPUs back, and each region gets min(request, the
  * CPUs other work leaves idle), measured from /proc/stat and the
- * process's own CPU time at most every 50 ms (load.c).  One notice per
+ * process's own CPU time at most every 50 ms (native/rm/coop.c).  One notice per
  * event: losing the manager, being refused, being managed again.
  *
  * Environment: THREADLAB_OMP_PIN=1 pins team threads to the allocated CPUs
@@ -191,19 +191,9 @@ static struct {
        .long_regions = 1, .long_ns = (uint64_t)TL_RM_DEFAULT_QUANTUM_MS * 1000000u,
        .lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* Cooperative teams: the CPUs of the process that other work leaves idle,
- * measured at most every COOP_PERIOD_NS (two /proc/stat readings and the
- * process's own CPU time between them).  Only the thread that holds
- * co.lock measures; the others use the latest team. */
-#define COOP_PERIOD_NS UINT64_C(50000000)
-static struct {
-    pthread_mutex_t lock;
-    tl_rm_cpustat stat;         /* the previous reading */
-    uint64_t self_ns;           /* the process's CPU time then */
-    int have;
-    unsigned team;              /* the current cooperative team, >= 1 */
-    uint64_t next_ns;           /* coarse clock: the next measurement */
-} co = {.lock = PTHREAD_MUTEX_INITIALIZER, .team = 1};
+/* Cooperative teams (threadlab/rm_client.h): the CPUs of the process that
+ * other work leaves idle. */
+static tl_rm_coop co = TL_RM_COOP_INITIALIZER;
 
 /* The shim is preloaded, so its thread-locals can live in the static TLS
  * block: initial-exec makes each access one %fs-relative load instead of a
@@ -399,75 +389,18 @@ EXPORT void omp_set_dynamic_8_(const int64_t *set)
 
 /* ------------------------------------------------------ cooperative teams */
 
-static unsigned clamp_team(long team)
-{
-    long n = (long)shim_confine_ncpus();
-    return team < 1 ? 1u : team > n ? (unsigned)n : (unsigned)team;
-}
-
-/* Under g.lock: cooperation starts, with the team the manager last gave
- * (alloc), or, refused before any allocation, the CPUs not running other
- * threads right now (this one excluded); measured from the next region. */
+/* Under g.lock: cooperation starts on the process's own CPUs, with the
+ * team the manager last gave (alloc), or, refused before any allocation,
+ * the CPUs not running other threads right now. */
 static void coop_begin(uint32_t alloc)
 {
-    pthread_mutex_lock(&co.lock);
-    unsigned team;
-    if (alloc) {
-        team = clamp_team((long)alloc);
-    } else {
-        long runnable = (long)tl_rm_runnable_now();
-        team = clamp_team((long)shim_confine_ncpus() - (runnable > 1 ? runnable - 1 : 0));
-    }
-    __atomic_store_n(&co.team, team, __ATOMIC_RELAXED);
-    co.have = 0;
-    __atomic_store_n(&co.next_ns, 0, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&co.lock);
-}
-
-/* Under co.lock: the CPUs of the process other work kept busy since the
- * previous reading; the team is the rest, rounded, at least 1. */
-static void coop_measure(uint64_t now)
-{
-    static tl_rm_cpustat readings[2];
-    static unsigned current;
-    tl_rm_cpustat *next = &readings[current ^ 1u];
-    __atomic_store_n(&co.next_ns, now + COOP_PERIOD_NS, __ATOMIC_RELAXED);
-    if (tl_rm_cpustat_read(next) != 0)
-        return;
-    struct rusage self;
-    getrusage(RUSAGE_SELF, &self);
-    uint64_t self_ns = ((uint64_t)self.ru_utime.tv_sec + (uint64_t)self.ru_stime.tv_sec) * UINT64_C(1000000000) +
-                       ((uint64_t)self.ru_utime.tv_usec + (uint64_t)self.ru_stime.tv_usec) * UINT64_C(1000);
-    if (co.have) {
-        tl_rm_cpuset mine;
-        tl_rm_cpuset_zero(&mine);
-        const cpu_set_t *original = shim_confine_original();
-        for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
-            if (CPU_ISSET(c, original))
-                tl_rm_cpuset_add(&mine, c);
-        double other = tl_rm_other_cpus(&readings[current], next, &mine,
-                                        self_ns > co.self_ns ? self_ns - co.self_ns : 0);
-        double idle = (double)shim_confine_ncpus() - other;
-        __atomic_store_n(&co.team, clamp_team((long)(idle + 0.5)), __ATOMIC_RELAXED);
-    }
-    co.self_ns = self_ns;
-    co.have = 1;
-    current ^= 1u;
-}
-
-/* A cooperative region's team: min(request, the CPUs other work leaves
- * idle).  One thread measures when a measurement is due; the others (and
- * it, if it cannot take the lock) use the latest team. */
-static unsigned coop_team(unsigned request)
-{
-    uint64_t now = tl_rm_coarse_ns();
-    if (now >= __atomic_load_n(&co.next_ns, __ATOMIC_RELAXED) && pthread_mutex_trylock(&co.lock) == 0) {
-        if (now >= co.next_ns)
-            coop_measure(now);
-        pthread_mutex_unlock(&co.lock);
-    }
-    unsigned team = __atomic_load_n(&co.team, __ATOMIC_RELAXED);
-    return request < team ? request : team;
+    tl_rm_cpuset mine;
+    tl_rm_cpuset_zero(&mine);
+    const cpu_set_t *original = shim_confine_original();
+    for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
+        if (CPU_ISSET(c, original))
+            tl_rm_cpuset_add(&mine, c);
+    tl_rm_coop_begin(&co, &mine, alloc);
 }
 
 /* The team of a region the shim does not give the manager's allocation:
@@ -478,7 +411,7 @@ static unsigned unmanaged_team(int state, unsigned specified)
     if (state != TL_OMP_STATE_COOPERATIVE || g.dyn_user == 0)
         return specified;
     unsigned request = specified ? specified : (unsigned)real.get_max_threads();
-    return coop_team(request ? request : 1);
+    return tl_rm_coop_team(&co, request);
 }
 
 /* ---------------------------------------------------------- attach/detach */
@@ -904,7 +837,7 @@ static void after_fork_child(void)
     /* The child is another process: the parent's slot is not its own. */
     tl_rm_client_after_fork(&g.rm);
     pthread_mutex_init(&g.lock, NULL);
-    pthread_mutex_init(&co.lock, NULL);
+    tl_rm_coop_after_fork(&co);
     shim_confine_after_fork();
     if (deciding(g.state)) {
         g.state = TL_OMP_STATE_INIT;

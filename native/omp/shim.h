@@ -27,7 +27,6 @@ int shim_watch_manager(const tl_rm_header *hdr);
  * given back when it is no longer managed. */
 void shim_confine_capture(void);
 const cpu_set_t *shim_confine_original(void);
-unsigned shim_confine_ncpus(void);
 /* Starts the watcher thread of this process if it has none (it does not
  * survive a fork), and wakes it: the shim's state changed. */
 void shim_confine_kick(tl_rm_slot *slot);

@@ -27,6 +27,9 @@
  *  3. inside one region, at allocation 1, the manager stops (as the
  *     daemon does: STOPPED, the slots' epochs woken): the stopped VPs come
  *     back before the region ends, and the process is unmanaged;
+ *  3b. cooperative: after the loss, a region that asks for 4 threads with
+ *     dyn-var true gets at most the process's CPUs (fewer than its 4 VPs
+ *     on a machine of fewer CPUs; 4 before the fallback cooperated);
  *  4. a new manager generation starts: the process joins it at a region
  *     (it looks once a second); inside the next region, at allocation 1,
  *     the manager dies (its heartbeat stops, its pid is gone): the VPs come
@@ -38,6 +41,7 @@
  */
 #define _GNU_SOURCE
 #include <omp.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -293,6 +297,8 @@ static void lose_in_region(int how)
 int main(void)
 {
     char name[128], err[512];
+    cpu_set_t own;
+    int ncpus = sched_getaffinity(0, sizeof own, &own) == 0 ? CPU_COUNT(&own) : 1;
     snprintf(name, sizeof name, "/threadlab-gomp-test-%d", (int)getpid());
     setenv("THREADLAB_RM_ARENA", name, 1);
     setenv("THREADLAB_GOMP_VPS", "4", 1);
@@ -391,6 +397,16 @@ int main(void)
     __atomic_store_n(&want, 4, __ATOMIC_RELEASE);
     wait_active(4);
     lose_in_region(0);
+
+    /* 3b. cooperative without the manager */
+    omp_set_dynamic(1);
+    int coop_team = 0;
+#pragma omp parallel num_threads(4)
+    if (omp_get_thread_num() == 0)
+        coop_team = omp_get_num_threads();
+    omp_set_dynamic(0);
+    CHECK(coop_team >= 1 && coop_team <= ncpus);
+    printf("cooperative after the manager stopped: a team of %d for 4 asked, %d CPUs\n", coop_team, ncpus);
 
     /* 4. a new manager: joined at a region, then it dies while one runs */
     __atomic_store_n(&want, 4, __ATOMIC_RELEASE);

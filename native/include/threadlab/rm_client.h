@@ -26,6 +26,7 @@
 #ifndef THREADLAB_RM_CLIENT_H
 #define THREADLAB_RM_CLIENT_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -190,6 +191,38 @@ static inline void tl_rm_client_ran(tl_rm_client *client, unsigned team, uint64_
     __atomic_store_n(&s->heartbeat_ns, now, __ATOMIC_RELAXED);
     __atomic_store_n(&s->regions, __atomic_load_n(&s->regions, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
+
+/* ---- cooperating without a manager (coop.c) ---------------------------- */
+
+/* A program that lost its manager (stopped, dead, hung) or was refused (a
+ * full arena) cooperates: each region gets min(request, the CPUs of the
+ * process that other work leaves idle), measured at most every
+ * TL_RM_COOP_PERIOD_NS from two /proc/stat readings and the process's own
+ * CPU time between them; until the first measurement, the allocation it
+ * last had (or, refused before any, the CPUs not running other threads).
+ * tl_rm_coop_begin runs under the runtime's lock; tl_rm_coop_team on any
+ * thread (one measures, the others take the latest team). */
+#define TL_RM_COOP_PERIOD_NS UINT64_C(50000000)
+
+typedef struct tl_rm_coop {
+    pthread_mutex_t lock;
+    tl_rm_cpuset cpus;          /* the process's own CPUs */
+    unsigned ncpus;
+    tl_rm_cpustat readings[2];  /* the previous one is readings[current] */
+    unsigned current;
+    uint64_t self_ns;           /* the process's CPU time at that reading */
+    int have;                   /* a previous reading exists */
+    unsigned team;              /* the current team, >= 1 */
+    uint64_t next_ns;           /* coarse clock: the next measurement */
+} tl_rm_coop;
+
+#define TL_RM_COOP_INITIALIZER {.lock = PTHREAD_MUTEX_INITIALIZER, .team = 1}
+
+/* Cooperation starts on `cpus`, from the allocation `alloc` (0: none). */
+void tl_rm_coop_begin(tl_rm_coop *co, const tl_rm_cpuset *cpus, uint32_t alloc);
+/* The team of a region that asks for `request` threads. */
+unsigned tl_rm_coop_team(tl_rm_coop *co, unsigned request);
+void tl_rm_coop_after_fork(tl_rm_coop *co);
 
 #ifdef __cplusplus
 }

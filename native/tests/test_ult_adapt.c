@@ -358,11 +358,11 @@ static void *thief(void *p)
 /* ---- preemption (preempt.c) ------------------------------------------------ */
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define PREEMPTS 0 /* not under the sanitizers */
+static void test_preempt(void)
+{
+    printf("ult.adapt: no preemption under the sanitizers: its checks skipped\n");
+}
 #else
-#define PREEMPTS 1
-#endif
-
 /* Spins in this program's own code, never calling the runtime, until the
  * other spinner has started or 5 s have passed (a cooperative VP runs
  * one spinner to its deadline before the other starts). */
@@ -410,8 +410,11 @@ static void test_preempt(void)
     tl_ult_attr a;
     tl_ult_t t[2];
 
-    /* Two spinners on the one active VP share it: each sees the other. */
+    /* Two spinners on the one active VP share it: each sees the other.
+     * (The VPs told to stop are idle: they stop at once, before the
+     * spinners exist, and cannot steal one.) */
     CHECK(tl_ult_set_active_vps(1) == 0);
+    tl_ult_sleep_ns(20000000);
     tl_ult_get_stats(&before);
     for (int i = 0; i < 2; i++) {
         tl_ult_attr_init(&a);
@@ -421,9 +424,8 @@ static void test_preempt(void)
     for (int i = 0; i < 2; i++)
         CHECK(tl_ult_join(t[i], NULL) == 0);
     tl_ult_get_stats(&after);
-    int both = atomic_load(&spin_saw[0]) && atomic_load(&spin_saw[1]);
-    CHECK(both == PREEMPTS);
-    CHECK((after.preemptions > before.preemptions) == PREEMPTS);
+    CHECK(atomic_load(&spin_saw[0]) && atomic_load(&spin_saw[1]));
+    CHECK(after.preemptions > before.preemptions);
 
     /* A thread alone on the active VP is never interrupted. */
     tl_ult_get_stats(&before);
@@ -444,9 +446,10 @@ static void test_preempt(void)
     CHECK(tl_ult_set_active_vps(2) == 0);
     CHECK(tl_ult_join(t[0], NULL) == 0);
     int moved = atomic_load(&mover_vp);
-    CHECK(PREEMPTS ? (moved == 0 || moved == 1) : moved == 2);
+    CHECK(moved == 0 || moved == 1);
     CHECK(tl_ult_set_active_vps(3) == 0);
 }
+#endif
 
 static void test_deque(void)
 {

@@ -144,6 +144,14 @@ static int thread_running(pid_t tid)
     return p && p[1] == ' ' && p[2] == 'R';
 }
 
+/* A program that installed a SIGURG handler of its own after tl_ult_init
+ * gets no signal from the ticker: it would take it for its own. */
+static int still_ours(void)
+{
+    struct sigaction now;
+    return sigaction(SIGURG, NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_sigurg;
+}
+
 /* A VP whose thread has run for a whole tick, and that must stop or holds
  * threads that could run instead, is asked to yield. A blocked kernel
  * thread is left alone: the signal would cut its system call short
@@ -161,7 +169,7 @@ static void tick(void)
         pid_t tid = atomic_load_explicit(&vp->tid, RLX);
         if (!same || !tid || (i < active && !tlu_sched_has_own_work(vp)))
             continue;
-        if (!thread_running(tid))
+        if (!thread_running(tid) || !still_ours())
             continue;
         atomic_store_explicit(&vp->preempt_asked, 1, REL);
         syscall(SYS_tgkill, pre.pid, tid, SIGURG);

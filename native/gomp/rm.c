@@ -188,7 +188,10 @@ static int attach_locked(unsigned request)
         coop_begin(0);
     if (rc != TL_RM_CLIENT_MANAGED)
         return RM_UNMANAGED;
-    atomic_store_explicit(&rm.cooperative, 1, REL);
+    /* cooperative from now on: whatever way the manager is lost later (a
+     * loss, a replaced slot that finds no manager), the CPUs are known */
+    if (!atomic_load_explicit(&rm.cooperative, RLX))
+        coop_begin(0);
     return RM_MANAGED;
 }
 

@@ -442,6 +442,9 @@ static int attach_locked(unsigned request)
     uint64_t quantum = tl_rm_client_quantum_ns(&g.rm);
     if (quantum)
         g.long_ns = quantum;
+    /* cooperative from now on, whatever way the manager is lost later */
+    if (!g.cooperative)
+        coop_begin(0);
     g.cooperative = 1;
     return TL_OMP_STATE_MANAGED;
 }

@@ -218,7 +218,9 @@ typedef struct tl_rm_coop {
 
 #define TL_RM_COOP_INITIALIZER {.lock = PTHREAD_MUTEX_INITIALIZER, .team = 1}
 
-/* Cooperation starts on `cpus`, from the allocation `alloc` (0: none). */
+/* Cooperation starts on `cpus`, from the allocation `alloc` (0: none).
+ * A runtime begins when it may cooperate (its first registration, a full
+ * arena) and again when it loses its manager, with that allocation. */
 void tl_rm_coop_begin(tl_rm_coop *co, const tl_rm_cpuset *cpus, uint32_t alloc);
 /* The team of a region that asks for `request` threads. */
 unsigned tl_rm_coop_team(tl_rm_coop *co, unsigned request);

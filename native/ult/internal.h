@@ -422,6 +422,9 @@ struct tlu_rt {
  * sanitizers); the ticker starts the first time a VP is told to stop. */
 int tlu_preempt_init(void);
 void tlu_preempt_vps_stopped(void);
+/* VPs resumed: the ticker looks at once (a VP running a long thread may
+ * hold threads the resumed ones could run). */
+void tlu_preempt_vps_resumed(void);
 /* Stops the ticker and puts the program's SIGURG action back. */
 void tlu_preempt_finalize(void);
 uint64_t tlu_preempt_count(void);
@@ -811,6 +814,7 @@ static inline tlu_thread *tlu_runq_pop(tlu_vp *vp)
 }
 
 void tlu_sched_enqueue_yielder(tlu_vp *vp, tlu_thread *t);
+size_t tlu_sched_publish_runq(tlu_vp *vp, size_t n);
 
 /* The post action, with the yield case inline: a yielder goes to the tail
  * of the private run queue unless another VP is idle. */

@@ -59,9 +59,10 @@ static struct {
     struct sigaction previous;   /* the program's SIGURG action before ours */
     _Atomic int started;         /* the ticker runs */
     pthread_t ticker;
-    _Atomic uint32_t seq;        /* futex word: the ticker's sleep, cut short to quit */
+    _Atomic uint32_t seq;        /* futex word: the ticker's sleep, cut short by a resume or to quit */
     _Atomic int quit;
     _Atomic uint64_t preemptions;
+    _Atomic uint64_t offers;     /* private queues given to idle VPs instead */
     struct tick_seen {
         tlu_thread *current;
         uint32_t tick;
@@ -103,6 +104,11 @@ static void chain(int sig, siginfo_t *si, void *uc)
     /* SIGURG's default action is to ignore it */
 }
 
+static int idle_vps(void)
+{
+    return (atomic_load_explicit(&tlu_rt.nsleeping, RLX) | atomic_load_explicit(&tlu_rt.nspinning, RLX)) != 0;
+}
+
 static void on_sigurg(int sig, siginfo_t *si, void *ucv)
 {
     int saved_errno = errno;
@@ -116,6 +122,14 @@ static void on_sigurg(int sig, siginfo_t *si, void *ucv)
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
     tlu_thread *cur = vp->current;
     if (pc >= pre.text_lo && pc < pre.text_hi && cur && !vp->in_slowpath) {
+        /* Idle VPs: the threads queued here privately go where they can
+         * take them, and this one runs on (yielding, it could take one of
+         * them back from its own deque before they do). */
+        if (!tlu_vp_must_stop(vp) && idle_vps() && tlu_sched_publish_runq(vp, vp->runq_len)) {
+            atomic_fetch_add_explicit(&pre.offers, 1, RLX);
+            errno = saved_errno;
+            return;
+        }
         atomic_fetch_add_explicit(&pre.preemptions, 1, RLX);
         tl_ult_yield();
         /* perhaps on another kernel thread now: sigreturn restores these */
@@ -153,12 +167,16 @@ static int still_ours(void)
 }
 
 /* A VP whose thread has run for a whole tick, and that must stop or holds
- * threads that could run instead, is asked to yield. A blocked kernel
- * thread is left alone: the signal would cut its system call short
- * (nanosleep and poll return EINTR even under SA_RESTART). */
+ * threads that could run instead, is asked to yield; so is, at once, a VP
+ * running a thread while its private run queue (yielders, threads it
+ * was handed) holds threads that VPs sitting idle could take (resumed
+ * VPs: nobody steals from that queue). A blocked kernel thread is left
+ * alone: the signal would cut its system call short (nanosleep and poll
+ * return EINTR even under SA_RESTART). */
 static void tick(void)
 {
     unsigned active = atomic_load_explicit(&tlu_rt.active, RLX);
+    int idle = idle_vps();
     for (unsigned i = 0; i < tlu_rt.nvps; i++) {
         tlu_vp *vp = tlu_rt.vps[i];
         tlu_thread *cur = __atomic_load_n(&vp->current, __ATOMIC_RELAXED);
@@ -167,7 +185,8 @@ static void tick(void)
         pre.seen[i].current = cur;
         pre.seen[i].tick = t;
         pid_t tid = atomic_load_explicit(&vp->tid, RLX);
-        if (!same || !tid || (i < active && !tlu_sched_has_own_work(vp)))
+        int stranded = cur && idle && i < active && __atomic_load_n(&vp->runq_head, __ATOMIC_RELAXED);
+        if (!tid || !(stranded || (same && (i >= active || tlu_sched_has_own_work(vp)))))
             continue;
         if (!thread_running(tid) || !still_ours())
             continue;
@@ -187,8 +206,14 @@ static void *ticker_main(void *arg)
     while (!atomic_load_explicit(&pre.quit, ACQ)) {
         uint32_t seq = atomic_load_explicit(&pre.seq, ACQ);
         syscall(SYS_futex, &pre.seq, FUTEX_WAIT_PRIVATE, seq, &period, NULL, 0);
-        if (!atomic_load_explicit(&pre.quit, ACQ))
-            tick();
+        if (atomic_load_explicit(&pre.quit, ACQ))
+            break;
+        if (atomic_load_explicit(&pre.seq, ACQ) != seq) {
+            /* VPs resumed: let them reach their idle loop first */
+            struct timespec settle = {0, 1000000};
+            nanosleep(&settle, NULL);
+        }
+        tick();
     }
     return NULL;
 }
@@ -240,6 +265,16 @@ void tlu_preempt_vps_stopped(void)
         pthread_attr_destroy(&a);
     }
     pthread_mutex_unlock(&tlu_rt.lock);
+#endif
+}
+
+void tlu_preempt_vps_resumed(void)
+{
+#if TLU_PREEMPT
+    if (!atomic_load_explicit(&pre.started, ACQ))
+        return;
+    atomic_fetch_add_explicit(&pre.seq, 1, REL);
+    syscall(SYS_futex, &pre.seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 #endif
 }
 

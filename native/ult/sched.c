@@ -255,11 +255,12 @@ static tlu_thread *drain_inbox(tlu_vp *vp, int take)
     return got;
 }
 
-/* Other VPs are idle and our private queue holds several threads: move
- * half of them to the deque, where they can be stolen. */
-static void publish_runq(tlu_vp *vp)
+/* Other VPs are idle and our private queue holds threads: move n of
+ * them (bound ones excepted) to the deque, where they can be stolen;
+ * returns how many moved. */
+size_t tlu_sched_publish_runq(tlu_vp *vp, size_t n)
 {
-    size_t n = vp->runq_len / 2;
+    size_t moved = 0;
     tlu_thread *keep = NULL, *keep_tail = NULL;
     size_t kept = 0;
     while (n && vp->runq_head) {
@@ -276,6 +277,7 @@ static void publish_runq(tlu_vp *vp)
         }
         tlu_deque_push(&vp->dq, t);
         n--;
+        moved++;
     }
     if (keep) { /* bound threads back at the head, in order */
         keep_tail->link = vp->runq_head;
@@ -284,7 +286,9 @@ static void publish_runq(tlu_vp *vp)
             vp->runq_tail = keep_tail;
         vp->runq_len += kept;
     }
-    tlu_sched_notify();
+    if (moved)
+        tlu_sched_notify();
+    return moved;
 }
 
 static tlu_thread *pick_periodic(tlu_vp *vp)
@@ -294,7 +298,7 @@ static tlu_thread *pick_periodic(tlu_vp *vp)
     if (vp->ntimers)
         tlu_timers_fire(vp, tlu_now_ns());
     if (vp->runq_len > 1 && tlu_rt.nvps > 1 && atomic_load_explicit(&tlu_rt.nsleeping, RLX))
-        publish_runq(vp);
+        tlu_sched_publish_runq(vp, vp->runq_len / 2);
     return tlu_runq_pop(vp);
 }
 

@@ -427,6 +427,8 @@ int tl_ult_set_active_vps(unsigned n)
         tlu_vp_kick(tlu_rt.vps[i]);
     if (n < tlu_rt.nvps)
         tlu_preempt_vps_stopped();
+    if (n > old)
+        tlu_preempt_vps_resumed();
     return 0;
 }
 

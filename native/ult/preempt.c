@@ -11,7 +11,9 @@
  * are left to spread (docs/ult.md, "Preemption").
  *
  * So, from the first time a VP is told to stop, a ticker thread looks at
- * the VPs every tl_ult_config.preempt_ms. A VP that runs the same thread
+ * the VPs every tl_ult_config.preempt_ms while a VP is stopped (and for
+ * three ticks after each change of the active count; otherwise it sleeps
+ * until the next one). A VP that runs the same thread
  * as a tick ago, with no scheduling decision since, and that must stop or
  * holds other threads that could run, gets SIGURG (a signal that is
  * ignored by default and that few programs use; Go's runtime preempts
@@ -203,15 +205,25 @@ static void *ticker_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* the program's signals go to its threads */
     unsigned ms = tlu_rt.cfg.preempt_ms;
     struct timespec period = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    unsigned grace = 0;
     while (!atomic_load_explicit(&pre.quit, ACQ)) {
         uint32_t seq = atomic_load_explicit(&pre.seq, ACQ);
-        syscall(SYS_futex, &pre.seq, FUTEX_WAIT_PRIVATE, seq, &period, NULL, 0);
+        /* Every VP active and the last change a few ticks ago: nothing
+         * keeps a thread from the VPs for long, and the ticker sleeps
+         * until the next change (a program that was managed once pays no
+         * wake-ups while it runs unmanaged). */
+        int every_active = atomic_load_explicit(&tlu_rt.active, ACQ) >= tlu_rt.nvps;
+        syscall(SYS_futex, &pre.seq, FUTEX_WAIT_PRIVATE, seq, every_active && !grace ? NULL : &period, NULL, 0);
         if (atomic_load_explicit(&pre.quit, ACQ))
             break;
         if (atomic_load_explicit(&pre.seq, ACQ) != seq) {
-            /* VPs resumed: let them reach their idle loop first */
+            /* VPs stopped or resumed: let resumed ones reach their idle
+             * loop first */
             struct timespec settle = {0, 1000000};
             nanosleep(&settle, NULL);
+            grace = 3;
+        } else if (grace) {
+            grace--;
         }
         tick();
     }
@@ -250,11 +262,23 @@ int tlu_preempt_init(void)
     return 0;
 }
 
+#if TLU_PREEMPT
+static void wake_ticker(void)
+{
+    atomic_fetch_add_explicit(&pre.seq, 1, REL);
+    syscall(SYS_futex, &pre.seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+#endif
+
 void tlu_preempt_vps_stopped(void)
 {
 #if TLU_PREEMPT
-    if (!pre.enabled || atomic_load_explicit(&pre.started, ACQ))
+    if (!pre.enabled)
         return;
+    if (atomic_load_explicit(&pre.started, ACQ)) {
+        wake_ticker(); /* it may sleep: every VP was active */
+        return;
+    }
     pthread_mutex_lock(&tlu_rt.lock);
     if (!atomic_load_explicit(&pre.started, RLX)) {
         pthread_attr_t a;
@@ -271,10 +295,8 @@ void tlu_preempt_vps_stopped(void)
 void tlu_preempt_vps_resumed(void)
 {
 #if TLU_PREEMPT
-    if (!atomic_load_explicit(&pre.started, ACQ))
-        return;
-    atomic_fetch_add_explicit(&pre.seq, 1, REL);
-    syscall(SYS_futex, &pre.seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    if (atomic_load_explicit(&pre.started, ACQ))
+        wake_ticker();
 #endif
 }
 
@@ -283,8 +305,7 @@ void tlu_preempt_finalize(void)
 #if TLU_PREEMPT
     if (atomic_load_explicit(&pre.started, ACQ)) {
         atomic_store_explicit(&pre.quit, 1, REL);
-        atomic_fetch_add_explicit(&pre.seq, 1, REL);
-        syscall(SYS_futex, &pre.seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        wake_ticker();
         pthread_join(pre.ticker, NULL);
     }
     if (pre.enabled)

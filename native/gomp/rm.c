@@ -79,8 +79,11 @@ static struct {
     uint32_t kick;    /* futex word: +1 at every state change (the watcher looks) */
     pid_t watcher;    /* the process whose watcher runs (none after a fork) */
     _Atomic int cooperative; /* managed or refused once: without a manager, cooperate */
-    tl_rm_coop co;
-} rm = {.lock = PTHREAD_MUTEX_INITIALIZER, .c = TL_RM_CLIENT_INITIALIZER, .co = TL_RM_COOP_INITIALIZER};
+} rm = {.lock = PTHREAD_MUTEX_INITIALIZER, .c = TL_RM_CLIENT_INITIALIZER};
+
+/* Cooperative teams (threadlab/rm_client.h): 16 KB of readings, apart
+ * from the fields every region reads. */
+static tl_rm_coop coop = TL_RM_COOP_INITIALIZER;
 
 static void start_watcher(void);
 
@@ -123,7 +126,7 @@ static void coop_begin(uint32_t alloc)
     for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
         if (CPU_ISSET(c, &tlg_env_v.cpus))
             tl_rm_cpuset_add(&mine, c);
-    tl_rm_coop_begin(&rm.co, &mine, alloc);
+    tl_rm_coop_begin(&coop, &mine, alloc);
     atomic_store_explicit(&rm.cooperative, 1, REL);
 }
 
@@ -247,7 +250,7 @@ static void start_watcher(void)
  * leaves idle; else none. */
 static unsigned unmanaged_bound(unsigned request)
 {
-    return atomic_load_explicit(&rm.cooperative, ACQ) ? tl_rm_coop_team(&rm.co, request) : 0;
+    return atomic_load_explicit(&rm.cooperative, ACQ) ? tl_rm_coop_team(&coop, request) : 0;
 }
 
 unsigned tlg_rm_region(unsigned request)

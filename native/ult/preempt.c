@@ -64,7 +64,6 @@ static struct {
     _Atomic uint32_t seq;        /* futex word: the ticker's sleep, cut short by a resume or to quit */
     _Atomic int quit;
     _Atomic uint64_t preemptions;
-    _Atomic uint64_t offers;     /* private queues given to idle VPs instead */
     struct tick_seen {
         tlu_thread *current;
         uint32_t tick;
@@ -128,7 +127,6 @@ static void on_sigurg(int sig, siginfo_t *si, void *ucv)
          * take them, and this one runs on (yielding, it could take one of
          * them back from its own deque before they do). */
         if (!tlu_vp_must_stop(vp) && idle_vps() && tlu_sched_publish_runq(vp, vp->runq_len)) {
-            atomic_fetch_add_explicit(&pre.offers, 1, RLX);
             errno = saved_errno;
             return;
         }

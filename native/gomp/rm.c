@@ -121,12 +121,7 @@ static int rm_notice(tl_rm_client *client, int event, const char *what)
  * gave (0: none, refused), on the process's CPUs. */
 static void coop_begin(uint32_t alloc)
 {
-    tl_rm_cpuset mine;
-    tl_rm_cpuset_zero(&mine);
-    for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
-        if (CPU_ISSET(c, &tlg_env_v.cpus))
-            tl_rm_cpuset_add(&mine, c);
-    tl_rm_coop_begin(&coop, &mine, alloc);
+    tl_rm_coop_begin(&coop, &tlg_env_v.cpus, alloc);
     atomic_store_explicit(&rm.cooperative, 1, REL);
 }
 

@@ -394,13 +394,7 @@ EXPORT void omp_set_dynamic_8_(const int64_t *set)
  * the CPUs not running other threads right now. */
 static void coop_begin(uint32_t alloc)
 {
-    tl_rm_cpuset mine;
-    tl_rm_cpuset_zero(&mine);
-    const cpu_set_t *original = shim_confine_original();
-    for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
-        if (CPU_ISSET(c, original))
-            tl_rm_cpuset_add(&mine, c);
-    tl_rm_coop_begin(&co, &mine, alloc);
+    tl_rm_coop_begin(&co, shim_confine_original(), alloc);
 }
 
 /* The team of a region the shim does not give the manager's allocation:

@@ -17,11 +17,14 @@ static unsigned clamp_team(const tl_rm_coop *co, long team)
     return team < 1 ? 1u : team > n ? (unsigned)n : (unsigned)team;
 }
 
-void tl_rm_coop_begin(tl_rm_coop *co, const tl_rm_cpuset *cpus, uint32_t alloc)
+void tl_rm_coop_begin(tl_rm_coop *co, const cpu_set_t *cpus, uint32_t alloc)
 {
     pthread_mutex_lock(&co->lock);
-    co->cpus = *cpus;
-    co->ncpus = tl_rm_cpuset_count(cpus);
+    tl_rm_cpuset_zero(&co->cpus);
+    for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
+        if (CPU_ISSET(c, cpus))
+            tl_rm_cpuset_add(&co->cpus, c);
+    co->ncpus = tl_rm_cpuset_count(&co->cpus);
     if (co->ncpus == 0)
         co->ncpus = 1;
     unsigned team;

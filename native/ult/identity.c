@@ -30,7 +30,6 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -75,23 +74,13 @@ static void set_tp(void *tp)
 #endif
 }
 
-static __attribute__((unused)) void futex_wait_raw(_Atomic uint32_t *w, uint32_t val)
-{
-    tlu_syscall4(SYS_futex, (long)(uintptr_t)w, FUTEX_WAIT_PRIVATE, (long)val, 0);
-}
-
-static void futex_wake_raw(_Atomic uint32_t *w)
-{
-    tlu_syscall4(SYS_futex, (long)(uintptr_t)w, FUTEX_WAKE_PRIVATE, 1, 0);
-}
-
 static void release(struct tl_ult_identity *id)
 {
     if (TLU_UNLIKELY(id->returning)) {
         /* the last switch of a run_as_self ULT: hand the block back */
         atomic_store_explicit(&id->worn, 0, REL);
         atomic_store_explicit(&id->returned, 1, REL);
-        futex_wake_raw(&id->returned);
+        tlu_futex_wake(&id->returned, 1);
         return;
     }
     atomic_store_explicit(&id->worn, 0, REL);
@@ -138,7 +127,7 @@ static TL_NOINLINE void donor_sleep(struct tl_ult_identity *id)
 {
     atomic_store_explicit(&id->worn, 0, REL);
     while (!atomic_load_explicit(&id->quit, ACQ))
-        futex_wait_raw(&id->quit, 0);
+        tlu_futex_wait(&id->quit, 0, 0);
 }
 
 static void *donor_main(void *p)
@@ -191,7 +180,7 @@ void tl_ult_identity_destroy(tl_ult_identity *id)
     if (atomic_exchange_explicit(&id->worn, 1, ACQ))
         tlu_die("threadlab-ult: tl_ult_identity_destroy: the identity is being worn");
     atomic_store_explicit(&id->quit, 1, REL);
-    futex_wake_raw(&id->quit);
+    tlu_futex_wake(&id->quit, 1);
     pthread_join(id->thread, NULL);
     free(id);
 }
@@ -222,7 +211,7 @@ static TL_NOINLINE void lender_sleep(struct tl_ult_identity *id)
 {
     atomic_store_explicit(&id->worn, 0, REL);
     while (!atomic_load_explicit(&id->returned, ACQ))
-        futex_wait_raw(&id->returned, 0);
+        tlu_futex_wait(&id->returned, 0, 0);
     while (atomic_exchange_explicit(&id->worn, 1, ACQ))
         tl_cpu_relax();
 }

@@ -21,12 +21,15 @@
 #include "threadlab/compiler.h"
 #include "threadlab/ult.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
 
 /* ---- build configuration ---------------------------------------- */
 
@@ -421,10 +424,10 @@ struct tlu_rt {
 /* Installs the SIGURG handler (tl_ult_config.preempt_ms, not under the
  * sanitizers); the ticker starts the first time a VP is told to stop. */
 int tlu_preempt_init(void);
-void tlu_preempt_vps_stopped(void);
-/* VPs resumed: the ticker looks at once (a VP running a long thread may
- * hold threads the resumed ones could run). */
-void tlu_preempt_vps_resumed(void);
+/* The active VP count changed to `active`: the ticker starts (the first
+ * stop) or looks at once (resumed VPs may find a busy VP holding threads
+ * they could run). */
+void tlu_preempt_active_changed(unsigned active);
 /* Stops the ticker and puts the program's SIGURG action back. */
 void tlu_preempt_finalize(void);
 uint64_t tlu_preempt_count(void);
@@ -743,6 +746,19 @@ static inline long tlu_syscall4(long nr, long a, long b, long c, long d)
     return syscall(nr, a, b, c, d);
 }
 #endif
+
+/* Private futex wait (timeout_ns 0: none; returns on a wake, a signal,
+ * the timeout, or at once when *addr != val) and wake, by the raw call. */
+static inline void tlu_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t timeout_ns)
+{
+    struct timespec ts = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
+    tlu_syscall4(SYS_futex, (long)(uintptr_t)addr, FUTEX_WAIT_PRIVATE, (long)val, timeout_ns ? (long)(uintptr_t)&ts : 0);
+}
+
+static inline void tlu_futex_wake(_Atomic uint32_t *addr, int n)
+{
+    tlu_syscall4(SYS_futex, (long)(uintptr_t)addr, FUTEX_WAKE_PRIVATE, n, 0);
+}
 
 static inline void tlu_sched_yield_kernel(void)
 {

@@ -40,7 +40,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -201,8 +200,7 @@ static void *ticker_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* the program's signals go to its threads */
-    unsigned ms = tlu_rt.cfg.preempt_ms;
-    struct timespec period = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    uint64_t period_ns = (uint64_t)tlu_rt.cfg.preempt_ms * 1000000u;
     unsigned grace = 0;
     while (!atomic_load_explicit(&pre.quit, ACQ)) {
         uint32_t seq = atomic_load_explicit(&pre.seq, ACQ);
@@ -211,7 +209,7 @@ static void *ticker_main(void *arg)
          * until the next change (a program that was managed once pays no
          * wake-ups while it runs unmanaged). */
         int every_active = atomic_load_explicit(&tlu_rt.active, ACQ) >= tlu_rt.nvps;
-        syscall(SYS_futex, &pre.seq, FUTEX_WAIT_PRIVATE, seq, every_active && !grace ? NULL : &period, NULL, 0);
+        tlu_futex_wait(&pre.seq, seq, every_active && !grace ? 0 : period_ns);
         if (atomic_load_explicit(&pre.quit, ACQ))
             break;
         if (atomic_load_explicit(&pre.seq, ACQ) != seq) {
@@ -264,19 +262,21 @@ int tlu_preempt_init(void)
 static void wake_ticker(void)
 {
     atomic_fetch_add_explicit(&pre.seq, 1, REL);
-    syscall(SYS_futex, &pre.seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    tlu_futex_wake(&pre.seq, 1);
 }
 #endif
 
-void tlu_preempt_vps_stopped(void)
+void tlu_preempt_active_changed(unsigned active)
 {
 #if TLU_PREEMPT
     if (!pre.enabled)
         return;
     if (atomic_load_explicit(&pre.started, ACQ)) {
-        wake_ticker(); /* it may sleep: every VP was active */
+        wake_ticker(); /* it may sleep (every VP was active); resumed VPs: it looks at once */
         return;
     }
+    if (active >= tlu_rt.nvps)
+        return; /* it starts the first time a VP stops */
     pthread_mutex_lock(&tlu_rt.lock);
     if (!atomic_load_explicit(&pre.started, RLX)) {
         pthread_attr_t a;
@@ -287,14 +287,8 @@ void tlu_preempt_vps_stopped(void)
         pthread_attr_destroy(&a);
     }
     pthread_mutex_unlock(&tlu_rt.lock);
-#endif
-}
-
-void tlu_preempt_vps_resumed(void)
-{
-#if TLU_PREEMPT
-    if (atomic_load_explicit(&pre.started, ACQ))
-        wake_ticker();
+#else
+    (void)active;
 #endif
 }
 

@@ -28,7 +28,6 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <linux/futex.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -58,22 +57,6 @@ uint64_t tlu_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t timeout_ns)
-{
-    struct timespec ts, *tsp = NULL;
-    if (timeout_ns) {
-        ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
-        ts.tv_nsec = (long)(timeout_ns % 1000000000u);
-        tsp = &ts;
-    }
-    tlu_syscall4(SYS_futex, (long)(uintptr_t)addr, FUTEX_WAIT_PRIVATE, (long)val, (long)(uintptr_t)tsp);
-}
-
-static void futex_wake(_Atomic uint32_t *addr, int n)
-{
-    tlu_syscall4(SYS_futex, (long)(uintptr_t)addr, FUTEX_WAKE_PRIVATE, n, 0);
-}
-
 /* Claims vp if it sleeps; returns 1 if this call woke it. */
 static int wake_if_sleeping(tlu_vp *vp)
 {
@@ -83,7 +66,7 @@ static int wake_if_sleeping(tlu_vp *vp)
         return 0;
     atomic_fetch_sub_explicit(&tlu_rt.nsleeping, 1, RLX);
     atomic_fetch_add_explicit(&vp->wake_seq, 1, SEQ);
-    futex_wake(&vp->wake_seq, 1);
+    tlu_futex_wake(&vp->wake_seq, 1);
     return 1;
 }
 
@@ -98,7 +81,7 @@ void tlu_vp_kick(tlu_vp *vp)
         return;
     if (atomic_load_explicit(&vp->state, SEQ) == VP_STOPPED) {
         atomic_fetch_add_explicit(&vp->wake_seq, 1, SEQ);
-        futex_wake(&vp->wake_seq, 1);
+        tlu_futex_wake(&vp->wake_seq, 1);
     }
 }
 
@@ -121,7 +104,7 @@ static void vp_sleep(tlu_vp *vp, uint32_t seq)
         timeout = next > now ? next - now : 1;
     }
     TLU_OWNER_INC(vp->n_sleeps, 1);
-    futex_wait(&vp->wake_seq, seq, timeout);
+    tlu_futex_wait(&vp->wake_seq, seq, timeout);
 }
 
 /* VPs that end at finalize: all but VP 0, which runs tl_ult_finalize,
@@ -403,7 +386,7 @@ void tlu_vp_stop_all(void)
         tlu_vp *vp = tlu_rt.vps[i];
         /* a VP between its last check and futex_wait sees the new seq */
         atomic_fetch_add_explicit(&vp->wake_seq, 1, SEQ);
-        futex_wake(&vp->wake_seq, 1);
+        tlu_futex_wake(&vp->wake_seq, 1);
     }
     for (unsigned i = first; i < tlu_rt.nvps; i++)
         pthread_join(tlu_rt.vps[i]->thread, NULL);
@@ -425,10 +408,8 @@ int tl_ult_set_active_vps(unsigned n)
     unsigned lo = old < n ? old : n, hi = old < n ? n : old;
     for (unsigned i = lo; i < hi; i++)
         tlu_vp_kick(tlu_rt.vps[i]);
-    if (n < tlu_rt.nvps)
-        tlu_preempt_vps_stopped();
-    if (n > old)
-        tlu_preempt_vps_resumed();
+    if (n != old)
+        tlu_preempt_active_changed(n);
     return 0;
 }
 

@@ -27,6 +27,7 @@
 #define THREADLAB_RM_CLIENT_H
 
 #include <pthread.h>
+#include <sched.h> /* cpu_set_t: its users define _GNU_SOURCE */
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -218,10 +219,11 @@ typedef struct tl_rm_coop {
 
 #define TL_RM_COOP_INITIALIZER {.lock = PTHREAD_MUTEX_INITIALIZER, .team = 1}
 
-/* Cooperation starts on `cpus`, from the allocation `alloc` (0: none).
+/* Cooperation starts on the process's CPUs `cpus` (its affinity before
+ * any confinement), from the allocation `alloc` (0: none).
  * A runtime begins when it may cooperate (its first registration, a full
  * arena) and again when it loses its manager, with that allocation. */
-void tl_rm_coop_begin(tl_rm_coop *co, const tl_rm_cpuset *cpus, uint32_t alloc);
+void tl_rm_coop_begin(tl_rm_coop *co, const cpu_set_t *cpus, uint32_t alloc);
 /* The team of a region that asks for `request` threads. */
 unsigned tl_rm_coop_team(tl_rm_coop *co, unsigned request);
 void tl_rm_coop_after_fork(tl_rm_coop *co);

@@ -18,6 +18,12 @@
  * CPUs time-shares them, and libgomp's waiting threads sleep after a short
  * spin (threadlab omp run's GOMP_SPINCOUNT), so the kernel runs the
  * threads that have work.
+ *
+ * A mask that grows does not move anybody: a thread queued behind another
+ * on a CPU it may still use stays there until the kernel's idle balancing
+ * pulls it, 10-20 ms later on the machines measured (docs/rm.md).  So when
+ * the CPUs grow, the watcher itself moves the runnable threads that share
+ * a CPU onto the new CPUs none of them is on.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -31,6 +37,7 @@
 
 #include "shim.h"
 #include "threadlab/omp.h"
+#include "threadlab/procfs.h"
 #include "threadlab/rm_client.h"
 
 static struct {
@@ -104,36 +111,103 @@ static unsigned set_threads(const cpu_set_t *target, int all)
     return threads;
 }
 
+/* The runnable threads spread at most (a team's workers, its master). */
+#define SPREAD_MAX_THREADS 256
+
+/* After the mask grew to target with CPUs the manager just gave the
+ * program (gained): each runnable thread of the process that shares a CPU
+ * with another (or sits outside target) moves to a gained CPU that none of
+ * them is on, by a mask of that CPU alone (the kernel moves a thread at
+ * once when its CPU leaves its mask), then target again.  Only CPUs it
+ * owns: those the program shares with others (it owns none, or the
+ * manager is gone) are the kernel's to balance.  The watcher itself is
+ * about to sleep and stays. */
+static void spread_runnable(const cpu_set_t *target, const cpu_set_t *gained)
+{
+    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    DIR *dir = fdopendir(fd);
+    if (!dir) {
+        close(fd);
+        return;
+    }
+    pid_t self = gettid(), tids[SPREAD_MAX_THREADS];
+    int cpus[SPREAD_MAX_THREADS], on[CPU_SETSIZE] = {0};
+    unsigned n = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL && n < SPREAD_MAX_THREADS) {
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
+            continue;
+        pid_t tid = (pid_t)atoi(entry->d_name);
+        int cpu;
+        if (tid == self || tl_proc_task_state(tid, &cpu) != 'R' || cpu < 0 || cpu >= CPU_SETSIZE)
+            continue;
+        tids[n] = tid;
+        cpus[n++] = cpu;
+        if (CPU_ISSET(cpu, target))
+            on[cpu]++;
+    }
+    closedir(dir);
+    int free_cpu = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (CPU_ISSET(cpus[i], target) && on[cpus[i]] <= 1)
+            continue;
+        while (free_cpu < CPU_SETSIZE && (!CPU_ISSET(free_cpu, gained) || on[free_cpu]))
+            free_cpu++;
+        if (free_cpu == CPU_SETSIZE)
+            return; /* every gained CPU has one */
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(free_cpu, &one);
+        if (sched_setaffinity(tids[i], sizeof one, &one) != 0)
+            continue; /* exited meanwhile */
+        sched_setaffinity(tids[i], sizeof *target, target);
+        if (CPU_ISSET(cpus[i], target))
+            on[cpus[i]]--;
+        on[free_cpu]++;
+    }
+}
+
 /* The CPUs the program's threads may use: those it owns; when it owns
  * none (more programs than CPUs), the managed CPUs other work does not
  * keep busy, where its master runs beside their owners; never outside the
- * process's original CPUs. */
-static void target_of(const tl_rm_cpuset *owned, const tl_rm_header *h, cpu_set_t *out)
+ * process's original CPUs.  Returns whether they are its own. */
+static int target_of(const tl_rm_cpuset *owned, const tl_rm_header *h, cpu_set_t *out)
 {
     CPU_ZERO(out);
     for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
         if (tl_rm_cpuset_has(owned, c) && CPU_ISSET(c, &cf.original))
             CPU_SET(c, out);
-    if (CPU_COUNT(out) == 0) {
-        for (unsigned w = 0; w < TL_RM_CPU_WORDS && w * 64 < CPU_SETSIZE; w++) {
-            uint64_t usable = __atomic_load_n(&h->cpus.bits[w], __ATOMIC_RELAXED) &
-                              ~__atomic_load_n(&h->withheld.bits[w], __ATOMIC_RELAXED);
-            for (; usable; usable &= usable - 1) {
-                unsigned c = w * 64 + (unsigned)__builtin_ctzll(usable);
-                if (c < CPU_SETSIZE && CPU_ISSET(c, &cf.original))
-                    CPU_SET(c, out);
-            }
+    if (CPU_COUNT(out))
+        return 1;
+    for (unsigned w = 0; w < TL_RM_CPU_WORDS && w * 64 < CPU_SETSIZE; w++) {
+        uint64_t usable = __atomic_load_n(&h->cpus.bits[w], __ATOMIC_RELAXED) &
+                          ~__atomic_load_n(&h->withheld.bits[w], __ATOMIC_RELAXED);
+        for (; usable; usable &= usable - 1) {
+            unsigned c = w * 64 + (unsigned)__builtin_ctzll(usable);
+            if (c < CPU_SETSIZE && CPU_ISSET(c, &cf.original))
+                CPU_SET(c, out);
         }
     }
     if (CPU_COUNT(out) == 0)
         *out = cf.original;
+    return 0;
 }
 
-static void apply(const cpu_set_t *target)
+static void apply(const cpu_set_t *target, int owned)
 {
     int changed = !cf.applied_valid || !CPU_EQUAL(target, &cf.applied);
     if (changed) {
+        cpu_set_t gained;
+        CPU_ZERO(&gained);
+        if (cf.applied_valid && owned)
+            for (int c = 0; c < CPU_SETSIZE; c++)
+                if (CPU_ISSET(c, target) && !CPU_ISSET(c, &cf.applied))
+                    CPU_SET(c, &gained);
         set_threads(target, 1);
+        if (CPU_COUNT(&gained))
+            spread_runnable(target, &gained);
         cf.applied = *target;
         cf.applied_valid = 1;
         cf.active = !CPU_EQUAL(target, &cf.original);
@@ -153,8 +227,7 @@ static void *watcher(void *arg)
             tl_rm_cpuset owned;
             if (tl_rm_read_alloc(slot, NULL, NULL, &epoch, &owned) == 0) {
                 cpu_set_t target;
-                target_of(&owned, h, &target);
-                apply(&target);
+                apply(&target, target_of(&owned, h, &target));
                 /* Again, for threads created while the masks were set, and
                  * every quantum for those started since (with their
                  * creator's mask, which is inside unless it was changed). */
@@ -169,7 +242,7 @@ static void *watcher(void *arg)
             continue;
         }
         if (cf.active || (cf.applied_valid && !CPU_EQUAL(&cf.applied, &cf.original)))
-            apply(&cf.original);
+            apply(&cf.original, 0);
         /* Not managed, or managed but its slot is gone: look again when the
          * shim's state changes, or soon. */
         tl_rm_futex_wait(&cf.kick, kick, UINT64_C(100000000));

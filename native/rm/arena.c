@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "threadlab/compiler.h"
+#include "threadlab/procfs.h"
 #include "threadlab/rm.h"
 
 _Static_assert(sizeof(tl_rm_header) % 64 == 0, "header is whole cache lines");
@@ -439,37 +440,15 @@ void tl_rm_restore_identity(tl_rm_arena *arena, const tl_rm_cpuset *cpus)
 
 /* ----------------------------------------------------------- processes */
 
-ssize_t tl_rm_read_text(const char *path, char *buf, size_t len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, len - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    return n;
-}
-
 /* The fields of /proc/PID/stat after the command name: fields[0] is field 3
  * (the state).  Returns how many were found. */
 static int proc_stat_fields(pid_t pid, char *buf, size_t len, char **fields, int max)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    if (tl_rm_read_text(path, buf, len) < 0)
+    if (tl_proc_read_text(path, buf, len) < 0)
         return 0;
-    /* The command name may hold spaces and parentheses: start after the last ')'. */
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    p++;
-    int count = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(p, " ", &save); tok && count < max; tok = strtok_r(NULL, " ", &save))
-        fields[count++] = tok;
-    return count;
+    return tl_proc_stat_fields(buf, fields, max);
 }
 
 uint64_t tl_rm_proc_start_time(pid_t pid)
@@ -481,8 +460,7 @@ uint64_t tl_rm_proc_start_time(pid_t pid)
         return 0;
     if (fields[0][0] == 'Z' || fields[0][0] == 'X')
         return 0;
-    /* field 22 (starttime) is fields[22 - 3]. */
-    return strtoull(fields[19], NULL, 10);
+    return strtoull(fields[TL_PROC_STAT_START_TIME - TL_PROC_STAT_STATE], NULL, 10);
 }
 
 uint64_t tl_rm_proc_cputime_ns(pid_t pid)
@@ -513,7 +491,7 @@ void tl_rm_proc_comm(pid_t pid, char *buf, size_t len)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-    if (tl_rm_read_text(path, buf, len) < 0) {
+    if (tl_proc_read_text(path, buf, len) < 0) {
         snprintf(buf, len, "?");
         return;
     }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "threadlab/procfs.h"
 #include "threadlab/rm.h"
 
 /* /proc/stat's cpuN lines: "cpu3 user nice system idle iowait irq softirq
@@ -109,7 +110,7 @@ double tl_rm_other_cpus(const tl_rm_cpustat *a, const tl_rm_cpustat *b, const tl
 unsigned tl_rm_runnable_now(void)
 {
     char text[128];
-    if (tl_rm_read_text("/proc/loadavg", text, sizeof text) < 0)
+    if (tl_proc_read_text("/proc/loadavg", text, sizeof text) < 0)
         return 0;
     const char *p = text;
     for (int field = 0; field < 3 && p; field++) {

@@ -28,6 +28,7 @@
 #include "check.h"
 #include "gomp_abi.h"
 #include "threadlab/omp.h"
+#include "threadlab/procfs.h"
 #include "threadlab/rm.h"
 
 bool GOMP_loop_runtime_next(long *, long *);
@@ -236,8 +237,26 @@ static int cpus_become(const tl_rm_cpuset *want)
     return 0;
 }
 
-/* Waits (at most 5 s) until the watcher has applied this process's
- * current allocation (it writes confined_epoch after the masks). */
+/* Gives the team want and waits (at most 5 s) until the watcher has
+ * applied it; spinning, so that the caller stays runnable throughout. */
+static int give_spinning(unsigned want)
+{
+    int slot = threadlab_omp_slot();
+    if (slot < 0)
+        return 0;
+    tl_rm_slot *mine = &A.slots[slot];
+    uint32_t before = __atomic_load_n(&mine->epoch, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&mgr.want, want, __ATOMIC_RELEASE);
+    uint64_t deadline = tl_rm_now_ns() + UINT64_C(5000000000);
+    while (tl_rm_now_ns() < deadline) {
+        uint32_t epoch = __atomic_load_n(&mine->epoch, __ATOMIC_ACQUIRE);
+        if (epoch != before && __atomic_load_n(&mine->confined_epoch, __ATOMIC_ACQUIRE) == epoch)
+            return 1;
+    }
+    return 0;
+}
+
+/* The same, sleeping between looks. */
 static int watcher_applied(void)
 {
     int slot = threadlab_omp_slot();
@@ -476,6 +495,41 @@ static void pass_main(void)
         /* The watcher says which allocation it applied. */
         CHECK(watcher_applied());
         CHECK(A.slots[threadlab_omp_slot()].threads >= 2); /* this thread and the watcher at least */
+    }
+
+    /* 3d. When the CPUs grow while a region runs, its runnable threads
+     * move onto the new ones at once: with the mask widened alone, the two
+     * threads that shared the one CPU stay queued there until the kernel's
+     * idle balancing pulls one, 10-20 ms later.  Both threads spin
+     * throughout, so neither is placed anew by a wake-up. */
+    if (ncpus >= 2) {
+        give(1);
+        CHECK(cpus_become(&one) && watcher_applied());
+        CHECK(long_region(150) == 1); /* the next region runs the request */
+        int phase = 0, team = 0, spread = -1;
+        pid_t worker = 0;
+#pragma omp parallel num_threads(2)
+        {
+            if (omp_get_thread_num() == 1) {
+                __atomic_store_n(&worker, gettid(), __ATOMIC_RELEASE);
+                while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != 1)
+                    ;
+            } else {
+                team = omp_get_num_threads();
+                while (team == 2 && __atomic_load_n(&worker, __ATOMIC_ACQUIRE) == 0)
+                    ;
+                if (team == 2) {
+                    int worker_cpu = -1;
+                    if (give_spinning(2))
+                        tl_proc_task_state(worker, &worker_cpu);
+                    spread = worker_cpu >= 0 && worker_cpu != sched_getcpu();
+                    __atomic_store_n(&phase, 1, __ATOMIC_RELEASE);
+                }
+            }
+        }
+        CHECK(team == 2);
+        CHECK(spread == 1);
+        give(1);
     }
 
     /* 4. Every kind of region follows the allocation. */

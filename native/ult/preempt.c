@@ -36,6 +36,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "threadlab/procfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -142,19 +143,7 @@ static void on_sigurg(int sig, siginfo_t *si, void *ucv)
 
 static int thread_running(pid_t tid)
 {
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    /* "tid (comm) S ...": comm may hold spaces and parentheses */
-    const char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && p[2] == 'R';
+    return tl_proc_task_state(tid, NULL) == 'R';
 }
 
 /* A program that installed a SIGURG handler of its own after tl_ult_init

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "families.h"
+#include "threadlab/procfs.h"
 
 /* Each target is a thread: cap what one timing creates. */
 #define CANCEL_MAX_ITERATIONS 2000
@@ -38,17 +39,15 @@ static void *block_in_read(void *arg)
     return (void *)(intptr_t)n;
 }
 
-/* The state letter of /proc/self/task/TID/stat, after the ") " that ends
- * the command name (which may itself contain parentheses). */
+/* The state letter of /proc/self/task/TID/stat, read again from fd. */
 static char task_state(int fd)
 {
-    char buf[256];
+    char buf[TL_PROC_STAT_LINE];
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
     if (n <= 0)
         return '?';
     buf[n] = '\0';
-    char *close = strrchr(buf, ')');
-    return close && close[1] == ' ' ? close[2] : '?';
+    return tl_proc_stat_state(buf, NULL);
 }
 
 /* Waits until the target sleeps ('S': its read is blocked).  Yielding lets

@@ -389,9 +389,6 @@ int tl_rm_proc_alive(pid_t pid, uint64_t start);
 /* The command name of a process (/proc/PID/comm), "?" when unreadable. */
 void tl_rm_proc_comm(pid_t pid, char *buf, size_t len);
 
-/* Reads a small file (a /proc entry) into buf, terminated: its length, or
- * -1 when it cannot be read or is empty. */
-ssize_t tl_rm_read_text(const char *path, char *buf, size_t len);
 /* CPU time (user + system) of every thread of a process, live and
  * exited, in ns (/proc/PID/stat fields 14 and 15); 0 when it is gone. */
 uint64_t tl_rm_proc_cputime_ns(pid_t pid);

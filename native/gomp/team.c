@@ -112,6 +112,11 @@ __attribute__((constructor)) static void tlg_constructor(void)
     tlg_env_init();
     tlg_rm_init();
     pthread_atfork(NULL, NULL, atfork_child);
+    /* The runtime starts at the first region, by when the manager's
+     * watcher (or the program) has made threads: its membarrier
+     * registration would then wait 10-20 ms for the kernel's RCU; a
+     * preloaded library's constructor runs before any. */
+    tl_ult_preinit(NULL);
 }
 
 static unsigned env_vps(void)

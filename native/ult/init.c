@@ -75,6 +75,16 @@ void tl_ult_config_init(tl_ult_config *cfg)
     cfg->external = 0;
 }
 
+void tl_ult_preinit(const tl_ult_config *cfg)
+{
+    tl_ult_config defaults;
+    if (!cfg) {
+        tl_ult_config_init(&defaults);
+        cfg = &defaults;
+    }
+    tlu_fence_init(cfg->membarrier);
+}
+
 int tl_ult_initialized(void)
 {
     return tlu_rt.initialized;

@@ -126,6 +126,16 @@ void tl_ult_config_init(tl_ult_config *cfg);
  * thread-safe with respect to tl_ult_finalize. */
 int tl_ult_init(const tl_ult_config *cfg);
 
+/* Does now, cheaply, the part of tl_ult_init that is dear once the
+ * process has a second thread: the membarrier(2) registration of the
+ * fences below (cfg->membarrier; cfg NULL: defaults) waits for an RCU
+ * grace period when another thread shares the address space (10-20 ms
+ * measured on a 2-CPU VM) and costs nothing while there is none.  A
+ * library that starts the runtime later (at a program's first OpenMP
+ * region, after the program or the library made threads) calls it from
+ * its constructor.  Harmless before any tl_ult_init and repeatable. */
+void tl_ult_preinit(const tl_ult_config *cfg);
+
 /* Waits until every other ULT has exited (detached ones included: a ULT
  * that never finishes makes this wait forever), stops and joins the VPs and
  * releases every stack and descriptor. Must be called by the primordial

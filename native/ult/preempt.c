@@ -190,7 +190,12 @@ static void *ticker_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* the program's signals go to its threads */
     uint64_t period_ns = (uint64_t)tlu_rt.cfg.preempt_ms * 1000000u;
-    unsigned grace = 0;
+    /* Started by a VP's stop: a first look now, so that a thread that
+     * lost its VP waits one slice for its turn, not two (the stop's
+     * threads could otherwise wait 20-28 ms behind one that started
+     * first, and finish that much later once the VPs came back). */
+    unsigned grace = 3;
+    tick();
     while (!atomic_load_explicit(&pre.quit, ACQ)) {
         uint32_t seq = atomic_load_explicit(&pre.seq, ACQ);
         /* Every VP active and the last change a few ticks ago: nothing

@@ -154,11 +154,13 @@ static int still_ours(void)
     return sigaction(SIGURG, NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_sigurg;
 }
 
-/* A VP whose thread has run for a whole tick, and that must stop or holds
- * threads that could run instead, is asked to yield; so is, at once, a VP
- * running a thread while its private run queue (yielders, threads it
- * was handed) holds threads that VPs sitting idle could take (resumed
- * VPs: nobody steals from that queue). A blocked kernel thread is left
+/* A VP that must stop and still runs a thread is asked to yield at once
+ * (the CPU it holds is another program's now: waiting a slice left three
+ * threads on two CPUs for 10-20 ms after each shrink); so is a VP whose
+ * thread has run for a whole tick while it holds threads that could run
+ * instead, and, at once, a VP running a thread while its private run
+ * queue (yielders, threads it was handed) holds threads that VPs sitting
+ * idle could take (resumed VPs: nobody steals from that queue). A blocked kernel thread is left
  * alone: the signal would cut its system call short (nanosleep and poll
  * return EINTR even under SA_RESTART). */
 static void tick(void)
@@ -174,7 +176,8 @@ static void tick(void)
         pre.seen[i].tick = t;
         pid_t tid = atomic_load_explicit(&vp->tid, RLX);
         int stranded = cur && idle && i < active && __atomic_load_n(&vp->runq_head, __ATOMIC_RELAXED);
-        if (!tid || !(stranded || (same && (i >= active || tlu_sched_has_own_work(vp)))))
+        int must_stop = cur && i >= active;
+        if (!tid || !(stranded || must_stop || (same && tlu_sched_has_own_work(vp))))
             continue;
         if (!thread_running(tid) || !still_ours())
             continue;

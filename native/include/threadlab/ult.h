@@ -101,11 +101,11 @@ typedef struct tl_ult_config {
     /* Time slice in milliseconds for threads that do not reach a
      * scheduling point (default 10; 0: never preempt; env
      * TL_ULT_PREEMPT_MS). From the first time a VP is told to stop
-     * (tl_ult_set_active_vps), a VP that has run one thread for a slice,
-     * and that must stop or holds other threads that could run, is sent
-     * SIGURG, and the thread yields if it was interrupted in the main
-     * executable's own code. x86-64, no sanitizer. See docs/ult.md,
-     * "Preemption". */
+     * (tl_ult_set_active_vps), a VP that must stop and still runs a
+     * thread, or that has run one thread for a slice while it holds
+     * other threads that could run, is sent SIGURG, and the thread
+     * yields if it was interrupted in the main executable's own code.
+     * x86-64, no sanitizer. See docs/ult.md, "Preemption". */
     unsigned preempt_ms;
     /* 0 (default): the caller of tl_ult_init becomes VP 0 and the
      * primordial ULT. 1: every VP is a new kernel thread and the caller

@@ -302,6 +302,7 @@ static void lose_in_region(int how)
     CHECK(__atomic_load_n(&lost_ok, __ATOMIC_ACQUIRE));
 }
 
+#if !defined(__SANITIZE_THREAD__)
 /* The membarrier commands this process registered, -1 when the kernel
  * cannot say. */
 static long membarrier_registrations(void)
@@ -312,6 +313,7 @@ static long membarrier_registrations(void)
     return syscall(SYS_membarrier, 1 << 9, 0, 0); /* older headers */
 #endif
 }
+#endif
 
 int main(void)
 {

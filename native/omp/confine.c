@@ -21,9 +21,10 @@
  *
  * A mask that grows does not move anybody: a thread queued behind another
  * on a CPU it may still use stays there until the kernel's idle balancing
- * pulls it, 10-20 ms later on the machines measured (docs/rm.md).  So when
- * the CPUs grow, the watcher itself moves the runnable threads that share
- * a CPU onto the new CPUs none of them is on.
+ * pulls it, 10-20 ms later on the machines measured (docs/omp.md, "CPUs
+ * while a region runs").  So when the CPUs it owns grow, the watcher
+ * itself moves the runnable threads that share a CPU onto the new CPUs
+ * none of them is on.
  */
 #define _GNU_SOURCE
 #include <dirent.h>

@@ -39,7 +39,6 @@
 #include "threadlab/procfs.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <link.h>
 #include <signal.h>
 #include <stdio.h>
@@ -160,9 +159,9 @@ static int still_ours(void)
  * thread has run for a whole tick while it holds threads that could run
  * instead, and, at once, a VP running a thread while its private run
  * queue (yielders, threads it was handed) holds threads that VPs sitting
- * idle could take (resumed VPs: nobody steals from that queue). A blocked kernel thread is left
- * alone: the signal would cut its system call short (nanosleep and poll
- * return EINTR even under SA_RESTART). */
+ * idle could take (resumed VPs: nobody steals from that queue).  A
+ * blocked kernel thread is left alone: the signal would cut its system
+ * call short (nanosleep and poll return EINTR even under SA_RESTART). */
 static void tick(void)
 {
     unsigned active = atomic_load_explicit(&tlu_rt.active, RLX);

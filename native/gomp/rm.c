@@ -78,7 +78,6 @@ static struct {
     _Atomic uint64_t region_ns;
     uint32_t kick;    /* futex word: +1 at every state change (the watcher looks) */
     pid_t watcher;    /* the process whose watcher runs (none after a fork) */
-    _Atomic int cooperative; /* managed or refused once: without a manager, cooperate */
 } rm = {.lock = PTHREAD_MUTEX_INITIALIZER, .c = TL_RM_CLIENT_INITIALIZER};
 
 /* Cooperative teams (threadlab/rm_client.h): 16 KB of readings, apart
@@ -115,14 +114,6 @@ static int rm_notice(tl_rm_client *client, int event, const char *what)
         break;
     }
     return 1;
-}
-
-/* Under rm.lock: cooperation starts, from the allocation the manager last
- * gave (0: none, refused), on the process's CPUs. */
-static void coop_begin(uint32_t alloc)
-{
-    tl_rm_coop_begin(&coop, &tlg_env_v.cpus, alloc);
-    atomic_store_explicit(&rm.cooperative, 1, REL);
 }
 
 /* Every VP runs again (unmanaged). */
@@ -182,15 +173,11 @@ static int attach_locked(unsigned request)
 {
     atomic_store_explicit(&rm.region_ns, 0, RLX); /* the next region is the first */
     int rc = tl_rm_client_attach(&rm.c, request ? request : 1);
-    if (rc == TL_RM_CLIENT_FULL && !atomic_load_explicit(&rm.cooperative, RLX))
-        coop_begin(0);
-    if (rc != TL_RM_CLIENT_MANAGED)
-        return RM_UNMANAGED;
-    /* cooperative from now on: whatever way the manager is lost later (a
-     * loss, a replaced slot that finds no manager), the CPUs are known */
-    if (!atomic_load_explicit(&rm.cooperative, RLX))
-        coop_begin(0);
-    return RM_MANAGED;
+    /* managed or refused: cooperative from now on, whatever way the
+     * manager is lost later (a loss, a replaced slot that finds none) */
+    if (rc == TL_RM_CLIENT_MANAGED || rc == TL_RM_CLIENT_FULL)
+        tl_rm_coop_begin_once(&coop, &tlg_env_v.cpus);
+    return rc == TL_RM_CLIENT_MANAGED ? RM_MANAGED : RM_UNMANAGED;
 }
 
 /* The manager was lost (`why`: stopped, gone, hung), seen by a region or
@@ -203,7 +190,7 @@ static void lose(int why)
     if (atomic_load_explicit(&rm.state, RLX) == RM_MANAGED) {
         tl_rm_client_lost(&rm.c, why);
         tl_rm_slot *my = __atomic_load_n(&rm.c.my, __ATOMIC_ACQUIRE);
-        coop_begin(my ? __atomic_load_n(&my->alloc, __ATOMIC_RELAXED) : 1);
+        tl_rm_coop_begin(&coop, &tlg_env_v.cpus, my ? __atomic_load_n(&my->alloc, __ATOMIC_RELAXED) : 1);
         set_state(RM_UNMANAGED);
     }
     pthread_mutex_unlock(&rm.lock);
@@ -245,7 +232,7 @@ static void start_watcher(void)
  * leaves idle; else none. */
 static unsigned unmanaged_bound(unsigned request)
 {
-    return atomic_load_explicit(&rm.cooperative, ACQ) ? tl_rm_coop_team(&coop, request) : 0;
+    return tl_rm_coop_begun(&coop) ? tl_rm_coop_team(&coop, request) : 0;
 }
 
 unsigned tlg_rm_region(unsigned request)
@@ -317,7 +304,7 @@ int tlg_dyn(const tlg_icv *icv)
 {
     if (icv->dyn_set || tlg_env_v.dyn_explicit)
         return icv->dyn;
-    return icv->dyn || tlg_rm_managed() || atomic_load_explicit(&rm.cooperative, RLX);
+    return icv->dyn || tlg_rm_managed() || tl_rm_coop_begun(&coop);
 }
 
 __attribute__((destructor)) static void rm_fini(void)

@@ -77,11 +77,22 @@ unsigned shim_confine_generation(void)
     return __atomic_load_n(&cf.generation, __ATOMIC_ACQUIRE);
 }
 
+/* The runnable threads of the process and the CPU each is on or queued
+ * on, as set_threads found them (a team's workers and master; at most
+ * SPREAD_MAX_THREADS). */
+#define SPREAD_MAX_THREADS 256
+typedef struct {
+    unsigned n;
+    pid_t tid[SPREAD_MAX_THREADS];
+    int cpu[SPREAD_MAX_THREADS];
+} runnable_threads;
+
 /* Sets the mask of every thread of the process (all), or only of those
  * whose mask reaches outside target (a thread created since, with the
  * mask of its creator; pinned team threads are inside and stay pinned).
+ * With runnable, also notes there the runnable threads but the caller.
  * Returns the number of threads seen. */
-static unsigned set_threads(const cpu_set_t *target, int all)
+static unsigned set_threads(const cpu_set_t *target, int all, runnable_threads *runnable)
 {
     int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -91,6 +102,7 @@ static unsigned set_threads(const cpu_set_t *target, int all)
         close(fd);
         return 0;
     }
+    pid_t self = gettid();
     unsigned threads = 0;
     struct dirent *entry;
     while ((entry = readdir(dir)) != NULL) {
@@ -98,6 +110,12 @@ static unsigned set_threads(const cpu_set_t *target, int all)
             continue;
         pid_t tid = (pid_t)atoi(entry->d_name);
         threads++;
+        int cpu;
+        if (runnable && runnable->n < SPREAD_MAX_THREADS && tid != self && tl_proc_task_state(tid, &cpu) == 'R' &&
+            cpu >= 0 && cpu < CPU_SETSIZE) {
+            runnable->tid[runnable->n] = tid;
+            runnable->cpu[runnable->n++] = cpu;
+        }
         if (!all) {
             cpu_set_t now, inside;
             if (sched_getaffinity(tid, sizeof now, &now) != 0)
@@ -112,47 +130,23 @@ static unsigned set_threads(const cpu_set_t *target, int all)
     return threads;
 }
 
-/* The runnable threads spread at most (a team's workers, its master). */
-#define SPREAD_MAX_THREADS 256
-
 /* After the mask grew to target with CPUs the manager just gave the
- * program (gained): each runnable thread of the process that shares a CPU
- * with another (or sits outside target) moves to a gained CPU that none of
- * them is on, by a mask of that CPU alone (the kernel moves a thread at
- * once when its CPU leaves its mask), then target again.  Only CPUs it
- * owns: those the program shares with others (it owns none, or the
- * manager is gone) are the kernel's to balance.  The watcher itself is
- * about to sleep and stays. */
-static void spread_runnable(const cpu_set_t *target, const cpu_set_t *gained)
+ * program (gained): each runnable thread that shares a CPU with another
+ * (or sits outside target) moves to a gained CPU that none of them is
+ * on, by a mask of that CPU alone (the kernel moves a thread at once when
+ * its CPU leaves its mask), then target again.  Only CPUs it owns: those
+ * the program shares with others (it owns none, or the manager is gone)
+ * are the kernel's to balance. */
+static void spread_runnable(const cpu_set_t *target, const cpu_set_t *gained, const runnable_threads *r)
 {
-    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    DIR *dir = fdopendir(fd);
-    if (!dir) {
-        close(fd);
-        return;
-    }
-    pid_t self = gettid(), tids[SPREAD_MAX_THREADS];
-    int cpus[SPREAD_MAX_THREADS], on[CPU_SETSIZE] = {0};
-    unsigned n = 0;
-    struct dirent *entry;
-    while ((entry = readdir(dir)) != NULL && n < SPREAD_MAX_THREADS) {
-        if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
-            continue;
-        pid_t tid = (pid_t)atoi(entry->d_name);
-        int cpu;
-        if (tid == self || tl_proc_task_state(tid, &cpu) != 'R' || cpu < 0 || cpu >= CPU_SETSIZE)
-            continue;
-        tids[n] = tid;
-        cpus[n++] = cpu;
-        if (CPU_ISSET(cpu, target))
-            on[cpu]++;
-    }
-    closedir(dir);
+    int on[CPU_SETSIZE] = {0};
+    for (unsigned i = 0; i < r->n; i++)
+        if (CPU_ISSET(r->cpu[i], target))
+            on[r->cpu[i]]++;
     int free_cpu = 0;
-    for (unsigned i = 0; i < n; i++) {
-        if (CPU_ISSET(cpus[i], target) && on[cpus[i]] <= 1)
+    for (unsigned i = 0; i < r->n; i++) {
+        int cpu = r->cpu[i];
+        if (CPU_ISSET(cpu, target) && on[cpu] <= 1)
             continue;
         while (free_cpu < CPU_SETSIZE && (!CPU_ISSET(free_cpu, gained) || on[free_cpu]))
             free_cpu++;
@@ -161,11 +155,11 @@ static void spread_runnable(const cpu_set_t *target, const cpu_set_t *gained)
         cpu_set_t one;
         CPU_ZERO(&one);
         CPU_SET(free_cpu, &one);
-        if (sched_setaffinity(tids[i], sizeof one, &one) != 0)
+        if (sched_setaffinity(r->tid[i], sizeof one, &one) != 0)
             continue; /* exited meanwhile */
-        sched_setaffinity(tids[i], sizeof *target, target);
-        if (CPU_ISSET(cpus[i], target))
-            on[cpus[i]]--;
+        sched_setaffinity(r->tid[i], sizeof *target, target);
+        if (CPU_ISSET(cpu, target))
+            on[cpu]--;
         on[free_cpu]++;
     }
 }
@@ -200,15 +194,19 @@ static void apply(const cpu_set_t *target, int owned)
 {
     int changed = !cf.applied_valid || !CPU_EQUAL(target, &cf.applied);
     if (changed) {
-        cpu_set_t gained;
+        cpu_set_t gained; /* the owned CPUs target adds */
         CPU_ZERO(&gained);
-        if (cf.applied_valid && owned)
-            for (int c = 0; c < CPU_SETSIZE; c++)
-                if (CPU_ISSET(c, target) && !CPU_ISSET(c, &cf.applied))
-                    CPU_SET(c, &gained);
-        set_threads(target, 1);
-        if (CPU_COUNT(&gained))
-            spread_runnable(target, &gained);
+        if (cf.applied_valid && owned) {
+            CPU_XOR(&gained, target, &cf.applied);
+            CPU_AND(&gained, &gained, target);
+        }
+        if (CPU_COUNT(&gained)) {
+            runnable_threads runnable = {.n = 0};
+            set_threads(target, 1, &runnable);
+            spread_runnable(target, &gained, &runnable);
+        } else {
+            set_threads(target, 1, NULL);
+        }
         cf.applied = *target;
         cf.applied_valid = 1;
         cf.active = !CPU_EQUAL(target, &cf.original);
@@ -232,7 +230,7 @@ static void *watcher(void *arg)
                 /* Again, for threads created while the masks were set, and
                  * every quantum for those started since (with their
                  * creator's mask, which is inside unless it was changed). */
-                unsigned threads = set_threads(&target, 0);
+                unsigned threads = set_threads(&target, 0, NULL);
                 __atomic_store_n(&slot->threads, threads, __ATOMIC_RELAXED);
                 __atomic_store_n(&slot->confined_epoch, epoch, __ATOMIC_RELEASE);
             }

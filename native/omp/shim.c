@@ -181,7 +181,6 @@ static struct {
     int dyn_user;               /* -1, or the program's omp_set_dynamic() */
     unsigned dyn_gen;           /* bumped whenever the wanted real value changes */
     int dyn_noted;              /* the omp_set_dynamic(0) notice was printed */
-    int cooperative;            /* managed or refused once: without a manager, cooperate */
     /* Region lengths: a region that outlasts long_ns cannot follow the
      * allocation at its boundary; the next one runs the full request. */
     uint64_t long_ns;           /* the manager's quantum */
@@ -389,14 +388,6 @@ EXPORT void omp_set_dynamic_8_(const int64_t *set)
 
 /* ------------------------------------------------------ cooperative teams */
 
-/* Under g.lock: cooperation starts on the process's own CPUs, with the
- * team the manager last gave (alloc), or, refused before any allocation,
- * the CPUs not running other threads right now. */
-static void coop_begin(uint32_t alloc)
-{
-    tl_rm_coop_begin(&co, shim_confine_original(), alloc);
-}
-
 /* The team of a region the shim does not give the manager's allocation:
  * cooperative, or exactly what libgomp would run. */
 static unsigned unmanaged_team(int state, unsigned specified)
@@ -416,7 +407,7 @@ static unsigned unmanaged_team(int state, unsigned specified)
  * one to trust). */
 static int without_manager(void)
 {
-    return g.cooperative ? TL_OMP_STATE_COOPERATIVE : TL_OMP_STATE_UNMANAGED;
+    return tl_rm_coop_begun(&co) ? TL_OMP_STATE_COOPERATIVE : TL_OMP_STATE_UNMANAGED;
 }
 
 /* Under g.lock.  Looks for a manager and registers; returns the new state. */
@@ -426,9 +417,7 @@ static int attach_locked(unsigned request)
     shim_confine_capture(); /* the process's own CPUs, before any confinement */
     int rc = tl_rm_client_attach(&g.rm, request);
     if (rc == TL_RM_CLIENT_FULL) {
-        if (!g.cooperative)
-            coop_begin(0);
-        g.cooperative = 1;
+        tl_rm_coop_begin_once(&co, shim_confine_original());
         return TL_OMP_STATE_COOPERATIVE;
     }
     if (rc != TL_RM_CLIENT_MANAGED)
@@ -437,9 +426,7 @@ static int attach_locked(unsigned request)
     if (quantum)
         g.long_ns = quantum;
     /* cooperative from now on, whatever way the manager is lost later */
-    if (!g.cooperative)
-        coop_begin(0);
-    g.cooperative = 1;
+    tl_rm_coop_begin_once(&co, shim_confine_original());
     return TL_OMP_STATE_MANAGED;
 }
 
@@ -475,7 +462,7 @@ static void fall_back(int why)
     if (g.state == TL_OMP_STATE_MANAGED) {
         tl_rm_client_lost(&g.rm, why);
         uint32_t alloc = g.rm.my ? __atomic_load_n(&g.rm.my->alloc, __ATOMIC_RELAXED) : 1;
-        coop_begin(alloc);
+        tl_rm_coop_begin(&co, shim_confine_original(), alloc);
         set_state(TL_OMP_STATE_COOPERATIVE);
     }
     pthread_mutex_unlock(&g.lock);

@@ -37,7 +37,14 @@ void tl_rm_coop_begin(tl_rm_coop *co, const cpu_set_t *cpus, uint32_t alloc)
     __atomic_store_n(&co->team, team, __ATOMIC_RELAXED);
     co->have = 0;
     __atomic_store_n(&co->next_ns, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&co->begun, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&co->lock);
+}
+
+void tl_rm_coop_begin_once(tl_rm_coop *co, const cpu_set_t *cpus)
+{
+    if (!tl_rm_coop_begun(co))
+        tl_rm_coop_begin(co, cpus, 0);
 }
 
 /* Under co->lock: the CPUs of the process other work kept busy since the

@@ -578,6 +578,13 @@ void tlu_sched_inbox_push_spawn(tlu_vp *target, tl_ult_spawn *s);
  * link, newest first), the spawn requests in it made into threads on self. */
 tlu_thread *tlu_sched_inbox_take(tlu_vp *from, tlu_vp *self);
 
+/* Some VP sits idle (spinning or asleep, looking for work): work queued
+ * where it can steal is taken soon. */
+static inline int tlu_idle_vps(void)
+{
+    return (atomic_load_explicit(&tlu_rt.nsleeping, RLX) | atomic_load_explicit(&tlu_rt.nspinning, RLX)) != 0;
+}
+
 /* Wake an idle VP if work was published and nobody is looking for it. */
 static inline void tlu_sched_notify(void)
 {
@@ -837,8 +844,7 @@ size_t tlu_sched_publish_runq(tlu_vp *vp, size_t n);
 static inline void tlu_run_post_fast(tlu_vp *vp)
 {
     if (TLU_LIKELY(vp->post_kind == POST_YIELD) &&
-        (tlu_rt.nvps == 1 || !(atomic_load_explicit(&tlu_rt.nsleeping, RLX) |
-                              atomic_load_explicit(&tlu_rt.nspinning, RLX)))) {
+        (tlu_rt.nvps == 1 || !tlu_idle_vps())) {
         vp->post_kind = POST_NONE;
         tlu_thread *t = vp->post_thread;
         if (t->bound_vp < 0 || t->bound_vp == (int)vp->id) {

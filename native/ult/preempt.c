@@ -104,11 +104,6 @@ static void chain(int sig, siginfo_t *si, void *uc)
     /* SIGURG's default action is to ignore it */
 }
 
-static int idle_vps(void)
-{
-    return (atomic_load_explicit(&tlu_rt.nsleeping, RLX) | atomic_load_explicit(&tlu_rt.nspinning, RLX)) != 0;
-}
-
 static void on_sigurg(int sig, siginfo_t *si, void *ucv)
 {
     int saved_errno = errno;
@@ -125,7 +120,7 @@ static void on_sigurg(int sig, siginfo_t *si, void *ucv)
         /* Idle VPs: the threads queued here privately go where they can
          * take them, and this one runs on (yielding, it could take one of
          * them back from its own deque before they do). */
-        if (!tlu_vp_must_stop(vp) && idle_vps() && tlu_sched_publish_runq(vp, vp->runq_len)) {
+        if (!tlu_vp_must_stop(vp) && tlu_idle_vps() && tlu_sched_publish_runq(vp, vp->runq_len)) {
             errno = saved_errno;
             return;
         }
@@ -165,7 +160,7 @@ static int still_ours(void)
 static void tick(void)
 {
     unsigned active = atomic_load_explicit(&tlu_rt.active, RLX);
-    int idle = idle_vps();
+    int idle = tlu_idle_vps();
     for (unsigned i = 0; i < tlu_rt.nvps; i++) {
         tlu_vp *vp = tlu_rt.vps[i];
         tlu_thread *cur = __atomic_load_n(&vp->current, __ATOMIC_RELAXED);

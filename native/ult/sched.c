@@ -169,8 +169,7 @@ void tlu_sched_ready(tlu_vp *vp, tlu_thread *t, int handoff)
 
 void tlu_sched_enqueue_yielder(tlu_vp *vp, tlu_thread *t)
 {
-    if (t->bound_vp < 0 && tlu_rt.nvps > 1 &&
-        (atomic_load_explicit(&tlu_rt.nsleeping, RLX) | atomic_load_explicit(&tlu_rt.nspinning, RLX))) {
+    if (t->bound_vp < 0 && tlu_rt.nvps > 1 && tlu_idle_vps()) {
         /* some VP is idle: let it steal the yielder */
         tlu_deque_push(&vp->dq, t);
         tlu_sched_notify();

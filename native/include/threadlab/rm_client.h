@@ -215,15 +215,24 @@ typedef struct tl_rm_coop {
     int have;                   /* a previous reading exists */
     unsigned team;              /* the current team, >= 1 */
     uint64_t next_ns;           /* coarse clock: the next measurement */
+    int begun;                  /* cooperation began: the process was managed or refused once */
 } tl_rm_coop;
 
 #define TL_RM_COOP_INITIALIZER {.lock = PTHREAD_MUTEX_INITIALIZER, .team = 1}
 
 /* Cooperation starts on the process's CPUs `cpus` (its affinity before
- * any confinement), from the allocation `alloc` (0: none).
- * A runtime begins when it may cooperate (its first registration, a full
- * arena) and again when it loses its manager, with that allocation. */
+ * any confinement), from the allocation `alloc` (0: none): when the
+ * process loses its manager, with the allocation it had. */
 void tl_rm_coop_begin(tl_rm_coop *co, const cpu_set_t *cpus, uint32_t alloc);
+/* The same with no allocation, unless cooperation began already: when the
+ * process may cooperate from now on (its first registration, a full
+ * arena), so that however it loses the manager later it cooperates. */
+void tl_rm_coop_begin_once(tl_rm_coop *co, const cpu_set_t *cpus);
+/* Whether cooperation began: a region without a manager cooperates. */
+static inline int tl_rm_coop_begun(const tl_rm_coop *co)
+{
+    return __atomic_load_n(&co->begun, __ATOMIC_ACQUIRE);
+}
 /* The team of a region that asks for `request` threads. */
 unsigned tl_rm_coop_team(tl_rm_coop *co, unsigned request);
 void tl_rm_coop_after_fork(tl_rm_coop *co);

@@ -427,8 +427,17 @@ int tl_ult_vp_stopping(void)
 int tl_ult_safe_point(void)
 {
     tlu_vp *vp = tlu_vp_self_fast();
-    if (TLU_LIKELY(!vp || !tlu_vp_must_stop(vp)))
+    if (TLU_UNLIKELY(!vp))
         return 0;
+    if (TLU_LIKELY(!tlu_vp_must_stop(vp))) {
+        /* Threads queued privately behind the caller while VPs sit idle
+         * (those just resumed: nobody steals from that queue) are offered
+         * to them here; code with no safe point gets the ticker's signal
+         * for it (preempt.c). */
+        if (TLU_UNLIKELY(vp->runq_head != NULL) && vp->current && tlu_idle_vps())
+            tlu_sched_publish_runq(vp, vp->runq_len);
+        return 0;
+    }
     if (!vp->current)
         return 1;
     tl_ult_yield(); /* to the scheduler, which forwards the caller */

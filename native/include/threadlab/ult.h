@@ -164,8 +164,10 @@ unsigned tl_ult_active_vps(void); /* 0 when not initialised */
 /* 1 when the caller runs on a VP that has been told to stop. */
 int tl_ult_vp_stopping(void);
 /* A safe point: when the caller's VP has been told to stop, the calling
- * ULT moves to an active VP (and its VP stops); otherwise nothing (one
- * load). Call it where a long computation can be interrupted. Returns 1
+ * ULT moves to an active VP (and its VP stops); otherwise, when threads
+ * wait in the VP's private queue while other VPs sit idle, they move to
+ * its deque for those to take; else nothing (two loads). Call it where a
+ * long computation can be interrupted. Returns 1
  * when the caller is no ULT (a work descriptor on its VP's scheduler
  * context, which cannot move) and its VP has been told to stop: it should
  * take no more work that others may take; 0 otherwise. */

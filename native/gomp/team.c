@@ -423,6 +423,10 @@ static void region_start(struct region *r)
     member_init(team, member(team, 0));
     member(team, 0)->prev = thr;
     set_current(member(team, 0));
+    /* team threads may spin for each other in the program's code (NAS
+     * LU's pipeline): more of them than VPs need time slices */
+    if (n > 1)
+        tl_ult_peers_add((int)n);
     if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY)
         for (unsigned k = 1; k < n; k++)
             member(team, k)->identity = team->level == 1 ? cached_top_identity(member(team, k), k) : pool_get();
@@ -581,6 +585,8 @@ static void region_end(struct region *r)
     }
     if (n > 1 && tlg_self()->task->icv.thread_limit != INT_MAX)
         atomic_fetch_sub_explicit(&rt.busy, n - 1, RLX);
+    if (n > 1)
+        tl_ult_peers_add(-(int)n);
     team->nthreads = 0;
     set_current(r->master_prev);
 }

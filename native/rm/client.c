@@ -3,7 +3,6 @@
  * runtimes that follow the manager (threadlab/rm_client.h).
  */
 #define _GNU_SOURCE
-#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -12,6 +11,7 @@
 
 #include "threadlab/compiler.h"
 #include "threadlab/rm_client.h"
+#include "threadlab/thread_stack.h"
 
 /* The kind of an event, for telling each once: no manager and a manager
  * lost are one (the process runs without one either way). */
@@ -176,7 +176,7 @@ int tl_rm_client_watcher(void *(*fn)(void *), void *arg, const char *name)
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN + 64 * 1024);
+    pthread_attr_setstacksize(&attr, tl_thread_stack_size(&attr, 64 * 1024));
     pthread_t thread;
     int rc = pthread_create(&thread, &attr, fn, arg);
     if (rc == 0)

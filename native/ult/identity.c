@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "threadlab/thread_stack.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -153,7 +154,7 @@ int tl_ult_identity_create(tl_ult_identity **out)
     id->donor = 1;
     pthread_attr_t a;
     pthread_attr_init(&a);
-    pthread_attr_setstacksize(&a, 64 * 1024);
+    pthread_attr_setstacksize(&a, tl_thread_stack_size(&a, 64 * 1024));
     int err = pthread_create(&id->thread, &a, donor_main, id);
     pthread_attr_destroy(&a);
     if (err) {

@@ -320,6 +320,7 @@ enum tlu_post_kind {
     POST_DEP_WAIT,     /* post_thread waits for its dependence counter */
     POST_SLEEP,        /* add post_thread to the timer heap, deadline post_arg */
     POST_WD_WAIT,      /* register post_thread as waiter of work descriptor */
+    POST_GIVE_WAY,     /* post_thread left its VP to a bound thread: to the deque */
 };
 
 /* VP_STOPPED: told to stop by tl_ult_set_active_vps (id >= tlu_rt.active):
@@ -838,6 +839,7 @@ static inline tlu_thread *tlu_runq_pop(tlu_vp *vp)
 
 void tlu_sched_enqueue_yielder(tlu_vp *vp, tlu_thread *t);
 size_t tlu_sched_publish_runq(tlu_vp *vp, size_t n);
+void tlu_sched_give_way(tlu_vp *vp);
 
 /* The post action, with the yield case inline: a yielder goes to the tail
  * of the private run queue unless another VP is idle. */

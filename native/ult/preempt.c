@@ -13,7 +13,9 @@
  * So, from the first time a VP is told to stop, a ticker thread looks at
  * the VPs every tl_ult_config.preempt_ms while a VP is stopped (and for
  * three ticks after each change of the active count; otherwise it sleeps
- * until the next one). A VP that runs the same thread
+ * until the next one). The same holds while peers (tl_ult_peers_add:
+ * OpenMP team threads) outnumber the VPs: threads that spin for each
+ * other in the program's code need time slices to progress at all. A VP that runs the same thread
  * as a tick ago, with no scheduling decision since, and that must stop or
  * holds other threads that could run, gets SIGURG (a signal that is
  * ignored by default and that few programs use; Go's runtime preempts
@@ -37,6 +39,7 @@
 #define _GNU_SOURCE
 #include "internal.h"
 #include "threadlab/procfs.h"
+#include "threadlab/thread_stack.h"
 
 #include <errno.h>
 #include <link.h>
@@ -63,6 +66,7 @@ static struct {
     _Atomic uint32_t seq;        /* futex word: the ticker's sleep, cut short by a resume or to quit */
     _Atomic int quit;
     _Atomic uint64_t preemptions;
+    _Atomic int peers;           /* tl_ult_peers_add */
     struct tick_seen {
         tlu_thread *current;
         uint32_t tick;
@@ -200,7 +204,8 @@ static void *ticker_main(void *arg)
          * until the next change (a program that was managed once pays no
          * wake-ups while it runs unmanaged). */
         int every_active = atomic_load_explicit(&tlu_rt.active, ACQ) >= tlu_rt.nvps;
-        tlu_futex_wait(&pre.seq, seq, every_active && !grace ? 0 : period_ns);
+        int crowded = atomic_load_explicit(&pre.peers, RLX) > (int)tlu_rt.nvps;
+        tlu_futex_wait(&pre.seq, seq, every_active && !crowded && !grace ? 0 : period_ns);
         if (atomic_load_explicit(&pre.quit, ACQ))
             break;
         if (atomic_load_explicit(&pre.seq, ACQ) != seq) {
@@ -255,6 +260,25 @@ static void wake_ticker(void)
     atomic_fetch_add_explicit(&pre.seq, 1, REL);
     tlu_futex_wake(&pre.seq, 1);
 }
+
+/* Starts the ticker, or wakes it where it sleeps (every VP was active). */
+static void need_ticker(void)
+{
+    if (atomic_load_explicit(&pre.started, ACQ)) {
+        wake_ticker();
+        return;
+    }
+    pthread_mutex_lock(&tlu_rt.lock);
+    if (!atomic_load_explicit(&pre.started, RLX)) {
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setstacksize(&a, tl_thread_stack_size(&a, 64 << 10));
+        if (pthread_create(&pre.ticker, &a, ticker_main, NULL) == 0)
+            atomic_store_explicit(&pre.started, 1, REL);
+        pthread_attr_destroy(&a);
+    }
+    pthread_mutex_unlock(&tlu_rt.lock);
+}
 #endif
 
 void tlu_preempt_active_changed(unsigned active)
@@ -262,24 +286,22 @@ void tlu_preempt_active_changed(unsigned active)
 #if TLU_PREEMPT
     if (!pre.enabled)
         return;
-    if (atomic_load_explicit(&pre.started, ACQ)) {
-        wake_ticker(); /* it may sleep (every VP was active); resumed VPs: it looks at once */
-        return;
-    }
-    if (active >= tlu_rt.nvps)
-        return; /* it starts the first time a VP stops */
-    pthread_mutex_lock(&tlu_rt.lock);
-    if (!atomic_load_explicit(&pre.started, RLX)) {
-        pthread_attr_t a;
-        pthread_attr_init(&a);
-        pthread_attr_setstacksize(&a, 64 << 10);
-        if (pthread_create(&pre.ticker, &a, ticker_main, NULL) == 0)
-            atomic_store_explicit(&pre.started, 1, REL);
-        pthread_attr_destroy(&a);
-    }
-    pthread_mutex_unlock(&tlu_rt.lock);
+    /* it starts the first time a VP stops; resumed VPs: it looks at once */
+    if (active < tlu_rt.nvps || atomic_load_explicit(&pre.started, ACQ))
+        need_ticker();
 #else
     (void)active;
+#endif
+}
+
+void tl_ult_peers_add(int delta)
+{
+#if TLU_PREEMPT
+    int before = atomic_fetch_add_explicit(&pre.peers, delta, RLX);
+    if (pre.enabled && before <= (int)tlu_rt.nvps && before + delta > (int)tlu_rt.nvps)
+        need_ticker();
+#else
+    (void)delta;
 #endif
 }
 

@@ -211,6 +211,10 @@ void tlu_sched_run_post(tlu_vp *vp)
     case POST_WD_WAIT:
         tlu_wd_post_wait(vp, p, arg);
         break;
+    case POST_GIVE_WAY:
+        tlu_deque_push(&vp->dq, p);
+        tlu_sched_notify();
+        break;
     default:
         tlu_die("threadlab-ult: bad post action %u", kind);
     }
@@ -288,6 +292,20 @@ size_t tlu_sched_publish_runq(tlu_vp *vp, size_t n)
     if (moved)
         tlu_sched_notify();
     return moved;
+}
+
+/* The caller, an unbound thread, leaves its VP to the thread bound to it
+ * at the head of its private queue (the program's main thread, released
+ * from a barrier by the caller). It goes to the deque, not behind that
+ * thread: any VP may take it there, and one that was waking up when the
+ * caller looked for idle ones will. */
+void tlu_sched_give_way(tlu_vp *vp)
+{
+    tlu_thread *cur = vp->current;
+    tlu_thread *next = tlu_runq_pop(vp);
+    vp->post_kind = POST_GIVE_WAY;
+    vp->post_thread = cur;
+    tlu_switch_to(vp, cur, next, 0);
 }
 
 static tlu_thread *pick_periodic(tlu_vp *vp)

@@ -26,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "threadlab/thread_stack.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -363,7 +364,7 @@ int tlu_vp_start_all(void)
         tlu_vp *vp = tlu_rt.vps[i];
         pthread_attr_t a;
         pthread_attr_init(&a);
-        pthread_attr_setstacksize(&a, 1 << 20);
+        pthread_attr_setstacksize(&a, tl_thread_stack_size(&a, 1 << 20));
         int err = pthread_create(&vp->thread, &a, vp_main, vp);
         pthread_attr_destroy(&a);
         if (err) {
@@ -434,8 +435,19 @@ int tl_ult_safe_point(void)
          * (those just resumed: nobody steals from that queue) are offered
          * to them here; code with no safe point gets the ticker's signal
          * for it (preempt.c). */
-        if (TLU_UNLIKELY(vp->runq_head != NULL) && vp->current && tlu_idle_vps())
-            tlu_sched_publish_runq(vp, vp->runq_len);
+        if (TLU_UNLIKELY(vp->runq_head != NULL) && vp->current) {
+            if (tlu_idle_vps())
+                tlu_sched_publish_runq(vp, vp->runq_len);
+            /* A thread bound here (the program's main thread, an OpenMP
+             * master that the caller, a worker, just released from a
+             * barrier) cannot go to other VPs, so the caller does. Left
+             * running, a worker that then spins in the program's code
+             * for its master (NAS LU's pipeline) spins until a time
+             * slice ends, or for good where no ticker looks. */
+            tlu_thread *head = vp->runq_head;
+            if (head && head->bound_vp == (int)vp->id && vp->current->bound_vp < 0)
+                tlu_sched_give_way(vp);
+        }
         return 0;
     }
     if (!vp->current)

@@ -100,8 +100,9 @@ typedef struct tl_ult_config {
     int membarrier;
     /* Time slice in milliseconds for threads that do not reach a
      * scheduling point (default 10; 0: never preempt; env
-     * TL_ULT_PREEMPT_MS). From the first time a VP is told to stop
-     * (tl_ult_set_active_vps), a VP that must stop and still runs a
+     * TL_ULT_PREEMPT_MS). While a VP is told to stop
+     * (tl_ult_set_active_vps) or peers outnumber the VPs
+     * (tl_ult_peers_add), a VP that must stop and still runs a
      * thread, or that has run one thread for a slice while it holds
      * other threads that could run, is sent SIGURG, and the thread
      * yields if it was interrupted in the main executable's own code.
@@ -166,12 +167,23 @@ int tl_ult_vp_stopping(void);
 /* A safe point: when the caller's VP has been told to stop, the calling
  * ULT moves to an active VP (and its VP stops); otherwise, when threads
  * wait in the VP's private queue while other VPs sit idle, they move to
- * its deque for those to take; else nothing (two loads). Call it where a
- * long computation can be interrupted. Returns 1
+ * its deque for those to take, and a thread bound to this VP, which
+ * cannot move, gets it: the caller yields and goes to an idle VP; else
+ * nothing (two loads). Call it where a long computation can be
+ * interrupted. Returns 1
  * when the caller is no ULT (a work descriptor on its VP's scheduler
  * context, which cannot move) and its VP has been told to stop: it should
  * take no more work that others may take; 0 otherwise. */
 int tl_ult_safe_point(void);
+
+/* Peers: threads that may wait for each other in code with no scheduling
+ * point (OpenMP team threads spinning on a flag, as NAS LU's pipeline
+ * does). While more of them live than there are VPs, the preemption
+ * ticker gives time slices even with every VP active, as the kernel does
+ * for kernel threads: without them a thread spinning for one queued
+ * behind it on its VP would spin forever. delta: peers that came (> 0) or
+ * left (< 0). */
+void tl_ult_peers_add(int delta);
 
 typedef struct tl_ult_stats {
     uint64_t created;         /* ULTs created */

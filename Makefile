@@ -13,7 +13,7 @@ BUILD_TSAN  := build-tsan
 # ASan runs of the tests: see THREADLAB_ASAN_OPTIONS in CMakeLists.txt.
 ASAN_TEST_OPTIONS := intercept_tls_get_addr=0
 
-.PHONY: all run test deps build build-asan build-tsan venv test-native test-python clean jvm go peers
+.PHONY: all run test deps build build-asan build-tsan venv test-native test-python clean jvm go peers test-gomp-gcc
 
 all: build venv
 
@@ -87,3 +87,14 @@ test-python: venv build build-asan build-tsan peers
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(VENV) .deps.stamp jvm/target
+
+## test-gomp-gcc: GCC's own libgomp testsuite (C, C++, Fortran) on libthreadlab-gomp
+## beside libgomp (native/gomp/tools/gcc_testsuite.py; docs/omp-ult.md). Not part of
+## `make test`: it installs the gcc-N-source package (80 MB) and takes minutes.
+test-gomp-gcc: build
+	@major=$$(gcc -dumpversion | cut -d. -f1); \
+	if ! ls /usr/src/gcc-$$major/gcc-$$major.*.tar.* >/dev/null 2>&1; then \
+		if [ "$$(id -u)" -ne 0 ]; then echo "test-gomp-gcc: needs GCC's sources: run (as root) apt-get install gcc-$$major-source" >&2; exit 2; fi; \
+		apt-get install -y -q gcc-$$major-source || { apt-get update -q && apt-get install -y -q gcc-$$major-source; } || exit 2; \
+	fi; \
+	$(PYTHON) native/gomp/tools/gcc_testsuite.py --lib $(BUILD)/lib/libthreadlab-gomp.so

@@ -136,6 +136,11 @@ def one(args, root, path):
     compiler = "g++" if path.endswith((".C", ".cc")) else "gfortran" if path.lower().endswith(SOURCE_EXT[3:]) else "gcc"
     extra = [os.path.join(os.path.dirname(path), s) for s in test["sources"]]
     cmd = [compiler, "-fopenmp", "-O2", "-w", "-I" + root, path] + extra + test["opts"] + ["-o", exe, "-lm"]
+    if compiler == "gfortran":
+        # its modules (m.mod in many tests) in a directory of its own, not the caller's
+        moddir = exe + ".mod.d"
+        os.makedirs(moddir, exist_ok=True)
+        cmd += ["-J", moddir]
     c = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if c.returncode:
         errors = [line for line in c.stderr.splitlines() if "error" in line]

@@ -94,7 +94,7 @@ clean:
 test-gomp-gcc: build
 	@major=$$(gcc -dumpversion | cut -d. -f1); \
 	if ! ls /usr/src/gcc-$$major/gcc-$$major.*.tar.* >/dev/null 2>&1; then \
-		if [ "$$(id -u)" -ne 0 ]; then echo "test-gomp-gcc: needs GCC's sources: run (as root) apt-get install gcc-$$major-source" >&2; exit 2; fi; \
-		apt-get install -y -q gcc-$$major-source || { apt-get update -q && apt-get install -y -q gcc-$$major-source; } || exit 2; \
+		if [ "$$(id -u)" -ne 0 ]; then echo "test-gomp-gcc: needs GCC's sources: run (as root) apt-get install gcc-$$major-source gfortran" >&2; exit 2; fi; \
+		apt-get install -y -q gcc-$$major-source gfortran || { apt-get update -q && apt-get install -y -q gcc-$$major-source gfortran; } || exit 2; \
 	fi; \
 	$(PYTHON) native/gomp/tools/gcc_testsuite.py --lib $(BUILD)/lib/libthreadlab-gomp.so

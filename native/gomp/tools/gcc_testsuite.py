@@ -36,6 +36,7 @@ import glob
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -186,6 +187,11 @@ def main():
         die(f"--jobs {args.jobs}: at least 1")
     if args.timeout <= 0:
         die(f"--timeout {args.timeout}: a positive number of seconds")
+    needs = {"libgomp.c++": "g++", "libgomp.fortran": "gfortran"}
+    for s in list(suites):
+        if s in needs and not shutil.which(needs[s]):
+            print(f"gcc_testsuite: {s} left out: no {needs[s]} (apt-get install {needs[s]})", file=sys.stderr)
+            suites.remove(s)
     args.lib = os.path.abspath(args.lib)
     if not os.path.isfile(args.lib):
         die(f"--lib {args.lib}: no such file (build it with `make build`)")

@@ -313,6 +313,7 @@ static tlg_team *team_get(tlg_thread *thr, unsigned n)
     if (team) {
         for (unsigned k = 0; k < team->cap; k++)
             tlg_task_thread_fini(member(team, k));
+        tlg_task_team_fini(team);
         free(team);
     }
     unsigned cap = n < 4 ? 4 : n;

@@ -276,6 +276,7 @@ typedef struct tlg_thread {
     int ord_held;             /* it has a ticket it has not passed on */
     struct tlg_thread *prev;  /* the master's state outside this team */
     tl_ult_identity *top_identity; /* identity k of the top level, once looked up (kept with the cached team) */
+    unsigned top_gen;         /* the identities' generation it was looked up in (tlg_pause) */
     tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
     tlg_task *free_tasks;     /* recycled task memory */
     unsigned nfree_tasks;
@@ -407,6 +408,12 @@ tlg_thread *tlg_initial(void);
 /* Runtime start (idempotent; from the first construct that needs threads). */
 void tlg_init(void);
 int tlg_ult_ready(void);
+/* omp_pause_resource on the host: outside every region (0; -1 inside
+ * one), the OpenMP threads' TLS identities are retired and the next
+ * teams get new ones (their threadprivate data starts afresh, as threads
+ * libgomp destroyed and made again); a no-op while another top-level team
+ * runs, and in vp mode. */
+int tlg_pause(void);
 /* 1 in a process forked after the runtime started: teams run serially. */
 extern int tlg_forked;
 

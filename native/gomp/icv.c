@@ -113,17 +113,19 @@ TLG_EXPORT int omp_get_num_procs(void)
     return (int)tlg_env_v.ncpus;
 }
 
+/* Soft and hard alike: the OpenMP threads' identities go (the ULTs
+ * already end with their regions; the VPs stay, as they would for the
+ * next region anyway). */
 TLG_EXPORT int omp_pause_resource(omp_pause_resource_t kind, int device_num)
 {
     (void)kind;
-    /* the host only; nothing is held that a pause would give back */
-    return device_num == omp_get_initial_device() ? 0 : -1;
+    return device_num == omp_get_initial_device() ? tlg_pause() : -1;
 }
 
 TLG_EXPORT int omp_pause_resource_all(omp_pause_resource_t kind)
 {
     (void)kind;
-    return 0;
+    return tlg_pause();
 }
 
 /* ---- time ---------------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /*
  * omp_icv_alloc.c - an ordinary OpenMP program (gcc -fopenmp) that checks
  * the memory allocators, the ICVs of allocators, host teams and task
- * priorities, the affinity format, and the Fortran entries of these
+ * priorities, the affinity format, omp_pause_resource, and the Fortran entries of these
  * families (called from C with gfortran's conventions: arguments by
  * reference, a CHARACTER's length as a hidden argument after the others).
  * Run by ctest on libgomp (the checks are right) and on libthreadlab-gomp
@@ -379,6 +379,56 @@ static void check_fortran_int8(void)
     CHECK(!bad, "%d answers of omp_get_ancestor_thread_num_8_/omp_get_team_size_8_ to +-HUGE were not -1", bad);
 }
 
+/* ---- omp_pause_resource ---------------------------------------------------------------- */
+
+static int tp_value = 1;
+#pragma omp threadprivate(tp_value)
+
+/* 1 when each OpenMP thread has TLS of its own (libgomp; libthreadlab-gomp
+ * in identity mode, not in the sanitizer builds' vp mode). */
+static int own_tls(void)
+{
+    int (*mode)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "threadlab_gomp_tls_mode");
+    return !mode || mode() == 0;
+}
+
+/* A pause gives the threads back: outside any region it succeeds and the
+ * next team's workers start with fresh threadprivate data (libgomp ends
+ * its threads; GCC's own testsuite checks it); inside a region it fails. */
+static void check_pause(void)
+{
+    int inside = 0, team = 0, kept = 1, fresh = 1;
+#pragma omp parallel num_threads(2)
+    {
+        tp_value = 100 + omp_get_thread_num();
+        if (omp_get_thread_num() == 0) {
+            inside = omp_pause_resource(omp_pause_soft, omp_get_initial_device());
+            team = omp_get_num_threads();
+        }
+    }
+    CHECK(inside == -1, "omp_pause_resource inside a region: %d, not -1", inside);
+    CHECK(omp_pause_resource(omp_pause_soft, omp_get_initial_device() + 1000) == -1,
+          "omp_pause_resource of device %d: not -1", omp_get_initial_device() + 1000);
+#pragma omp parallel num_threads(2) reduction(&& : kept)
+    kept = tp_value == 100 + omp_get_thread_num();
+    if (team == 2 && own_tls())
+        CHECK(kept, "threadprivate data did not persist between two regions");
+    CHECK(omp_pause_resource(omp_pause_soft, omp_get_initial_device()) == 0, "omp_pause_resource (soft) failed");
+#pragma omp parallel num_threads(2) reduction(&& : fresh)
+    {
+        fresh = omp_get_thread_num() == 0 ? tp_value == 100 : tp_value == 1;
+        tp_value = 200;
+    }
+    if (team == 2 && own_tls())
+        CHECK(fresh, "after omp_pause_resource a worker still has its threadprivate data");
+    CHECK(omp_pause_resource_all(omp_pause_hard) == 0, "omp_pause_resource_all (hard) failed");
+#pragma omp parallel num_threads(2) reduction(&& : fresh)
+    fresh = omp_get_thread_num() == 0 ? tp_value == 200 : tp_value == 1;
+    if (team == 2 && own_tls())
+        CHECK(fresh, "after omp_pause_resource_all a worker still has its threadprivate data");
+    tp_value = 1;
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -392,6 +442,7 @@ static const struct {
     {"task_priority", check_task_priority},
     {"affinity_format", check_affinity_format},
     {"fortran_int8", check_fortran_int8},
+    {"pause", check_pause},
 };
 
 int main(int argc, char **argv)

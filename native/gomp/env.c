@@ -23,7 +23,7 @@
  *   OMP_NUM_TEAMS         n: nteams-var (host teams without num_teams)
  *   OMP_TEAMS_THREAD_LIMIT n: teams-thread-limit-var
  *   OMP_AFFINITY_FORMAT   the format of omp_display_affinity (icv.c)
- *   OMP_DISPLAY_AFFINITY  true|false (shown with OMP_DISPLAY_ENV; threads do not print it)
+ *   OMP_DISPLAY_AFFINITY  true|false: threads show their affinity at region starts (team.c)
  *   THREADLAB_GOMP_TLS    identity|vp   (docs/omp-ult.md, "Thread-local storage")
  *   THREADLAB_GOMP_SPIN_US n: how long a waiter spins before it parks
  *                         (default 3, 100 with OMP_WAIT_POLICY=active, 0 passive)

@@ -277,6 +277,9 @@ typedef struct tlg_thread {
     struct tlg_thread *prev;  /* the master's state outside this team */
     tl_ult_identity *top_identity; /* identity k of the top level, once looked up (kept with the cached team) */
     unsigned top_gen;         /* the identities' generation it was looked up in (tlg_pause) */
+    /* OMP_DISPLAY_AFFINITY: what it showed last (shown_n 0: nothing yet) */
+    unsigned shown_level, shown_id, shown_n;
+    int shown_place;
     tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
     tlg_task *free_tasks;     /* recycled task memory */
     unsigned nfree_tasks;

@@ -425,12 +425,33 @@ static void member_init(tlg_team *team, tlg_thread *m)
     m->prev = NULL;
 }
 
+/* OMP_DISPLAY_AFFINITY: a thread starting its part of a region shows
+ * its affinity (affinity-format-var) when it has not shown it yet in this
+ * team's thread state or when what the format can show changed (level,
+ * number, team size, place), as libgomp does for its threads. Called once
+ * the thread is current (the fields are the caller's). */
+static void show_affinity(tlg_thread *m)
+{
+    if (TLG_LIKELY(!tlg_env_v.display_affinity))
+        return;
+    int place = omp_get_place_num();
+    if (m->shown_n == m->team->nthreads && m->shown_level == m->level && m->shown_id == m->id &&
+        m->shown_place == place)
+        return;
+    m->shown_n = m->team->nthreads;
+    m->shown_level = m->level;
+    m->shown_id = m->id;
+    m->shown_place = place;
+    tlg_print_affinity(tlg_env_v.affinity_format);
+}
+
 static void *worker_main(void *p)
 {
     tlg_thread *me = p;
     set_current(me);
     tlg_team *team = me->team;
     member_init(team, me);
+    show_affinity(me);
     team->fn(team->data);
     worker_end(me, 1);
     return NULL;
@@ -485,6 +506,10 @@ static void region_start(struct region *r)
     member_init(team, member(team, 0));
     member(team, 0)->prev = thr;
     set_current(member(team, 0));
+    if (TLG_UNLIKELY(tlg_env_v.display_affinity))
+        for (unsigned k = n; k < team->cap; k++)
+            member(team, k)->shown_n = 0; /* out of this region: shown again when back, as libgomp's idle threads */
+    show_affinity(member(team, 0));
     if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY) {
         if (team->level == 1) {
             atomic_fetch_add_explicit(&rt.top_active, 1, SEQ);
@@ -693,6 +718,7 @@ static void *claimed_part(void *p)
     tlg_thread *m = p;
     set_current(m);
     member_init(m->team, m);
+    show_affinity(m);
     m->team->fn(m->team->data);
     worker_end(m, 0);
     return NULL;
@@ -724,6 +750,7 @@ static void wd_part(unsigned id, unsigned nparts, void *p)
     tl_ult_wear(m->identity);
     tlg_tls_cur = m; /* in the worn TLS: this VP context is thread id now */
     member_init(team, m);
+    show_affinity(m);
     team->fn(team->data);
     worker_end(m, 0);
     tlg_tls_cur = NULL;

@@ -8,7 +8,7 @@
  * (docs/omp-ult.md, "Tests"), with this environment:
  *
  *   OMP_ALLOCATOR=omp_cgroup_mem_alloc OMP_NUM_TEAMS=5 OMP_TEAMS_THREAD_LIMIT=3
- *   OMP_AFFINITY_FORMAT=tnum=%n OMP_MAX_TASK_PRIORITY=5
+ *   OMP_AFFINITY_FORMAT=tnum=%n OMP_MAX_TASK_PRIORITY=5 OMP_DISPLAY_AFFINITY=true
  *
  *   omp_icv_alloc [NAME...]       all checks, or the named ones
  *
@@ -360,6 +360,60 @@ static void check_affinity_format(void)
     omp_set_affinity_format("tnum=%n");
 }
 
+/* OMP_DISPLAY_AFFINITY: a thread shows its affinity at a region's start
+ * when it has not shown it, or what the format shows changed (here the
+ * team size), or it was out of the previous region. */
+static void check_display_affinity(void)
+{
+    if (!env_is("OMP_DISPLAY_AFFINITY", "true"))
+        return;
+#pragma omp parallel num_threads(2)
+    ;
+    omp_set_affinity_format("aff %n/%N/%L");
+    fflush(stderr);
+    FILE *out = tmpfile();
+    int saved = dup(2);
+    CHECK(out && saved >= 0 && dup2(fileno(out), 2) == 2, "cannot capture stderr");
+    if (!out || saved < 0) {
+        omp_set_affinity_format("tnum=%n");
+        return;
+    }
+    static const int sizes[4] = {3, 3, 2, 3};
+    int got[4];
+    for (int r = 0; r < 4; r++) {
+        fprintf(stderr, "region %d\n", r);
+#pragma omp parallel num_threads(sizes[r])
+        if (omp_get_thread_num() == 0)
+            got[r] = omp_get_num_threads();
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    omp_set_affinity_format("tnum=%n");
+    if (got[0] != 3 || got[2] != 2 || got[3] != 3) {
+        fclose(out);
+        return; /* teams of other sizes: nothing to compare */
+    }
+    /* per region: a bit per thread number shown, and anything else */
+    int shown[4] = {0}, region = -1, other = 0;
+    char line[256];
+    rewind(out);
+    while (fgets(line, sizeof line, out)) {
+        int r, id, n, level;
+        if (sscanf(line, "region %d", &r) == 1 && r >= 0 && r < 4)
+            region = r;
+        else if (region >= 0 && sscanf(line, "aff %d/%d/%d", &id, &n, &level) == 3 && n == sizes[region] &&
+                 level == 1 && id >= 0 && id < n && !(shown[region] & (1 << id)))
+            shown[region] |= 1 << id;
+        else
+            other++;
+    }
+    fclose(out);
+    CHECK(shown[0] == 7 && shown[1] == 0 && shown[2] == 3 && shown[3] == 7 && !other,
+          "threads shown per region (bits) %x %x %x %x, want 7 0 3 7; %d other lines", shown[0], shown[1], shown[2],
+          shown[3], other);
+}
+
 /* ---- INTEGER(8) arguments of the Fortran entries ------------------------------------- */
 
 /* -HUGE(0_8) and HUGE(0_8) are no level: truncated to int, -HUGE would
@@ -441,6 +495,7 @@ static const struct {
     {"teams_icvs", check_teams_icvs},
     {"task_priority", check_task_priority},
     {"affinity_format", check_affinity_format},
+    {"display_affinity", check_display_affinity},
     {"fortran_int8", check_fortran_int8},
     {"pause", check_pause},
 };

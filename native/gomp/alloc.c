@@ -19,7 +19,7 @@
 typedef struct tlg_allocator {
     size_t alignment;
     size_t pool_size;         /* 0: unlimited */
-    _Atomic size_t used;
+    _Atomic size_t used;      /* bytes of its blocks outstanding (what was asked for) */
     int fallback;             /* omp_atv_*_fb */
     omp_allocator_handle_t fb_data;
 } tlg_allocator;
@@ -27,51 +27,94 @@ typedef struct tlg_allocator {
 typedef struct block {
     void *base;
     size_t size;
-    tlg_allocator *al;        /* NULL: a predefined allocator */
+    omp_allocator_handle_t handle; /* the allocator that holds it (its pool counts it) */
 } block;
-
-static omp_allocator_handle_t default_allocator = omp_default_mem_alloc;
 
 static tlg_allocator *custom(omp_allocator_handle_t a)
 {
     return (uintptr_t)a > omp_thread_mem_alloc ? (tlg_allocator *)(uintptr_t)a : NULL;
 }
 
+static block *header(void *ptr)
+{
+    return (block *)(void *)((char *)ptr - sizeof(block));
+}
+
+/* A trait's value among the accepted ones (omp_atv_default always is). */
+static int one_of(uintptr_t v, const uintptr_t *ok, size_t n)
+{
+    if (v == (uintptr_t)omp_atv_default)
+        return 1;
+    for (size_t i = 0; i < n; i++)
+        if (v == ok[i])
+            return 1;
+    return 0;
+}
+
+/* An allocator with invalid traits is omp_null_allocator (OpenMP 5.1,
+ * 3.13.2); so is one that asks for pinned memory, which libgomp 12 does
+ * not provide either. */
 TLG_EXPORT omp_allocator_handle_t omp_init_allocator(omp_memspace_handle_t memspace, int ntraits,
                                                      const omp_alloctrait_t traits[])
 {
-    (void)memspace;
-    tlg_allocator *al = calloc(1, sizeof *al);
-    if (!al)
+    static const uintptr_t sync_ok[] = {omp_atv_contended, omp_atv_uncontended, omp_atv_serialized,
+                                        omp_atv_private};
+    static const uintptr_t access_ok[] = {omp_atv_all, omp_atv_cgroup, omp_atv_pteam, omp_atv_thread};
+    static const uintptr_t fb_ok[] = {omp_atv_default_mem_fb, omp_atv_null_fb, omp_atv_abort_fb,
+                                      omp_atv_allocator_fb};
+    static const uintptr_t pinned_ok[] = {omp_atv_false};
+    static const uintptr_t part_ok[] = {omp_atv_environment, omp_atv_nearest, omp_atv_blocked,
+                                        omp_atv_interleaved};
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+    if ((unsigned)memspace > omp_low_lat_mem_space || ntraits < 0 || (ntraits && !traits))
         return omp_null_allocator;
-    al->alignment = 1;
-    al->fallback = omp_atv_default_mem_fb;
+    tlg_allocator d = {.alignment = 1, .fallback = omp_atv_default_mem_fb};
     for (int i = 0; i < ntraits; i++) {
         uintptr_t v = traits[i].value;
+        int ok;
         switch (traits[i].key) {
+        case omp_atk_sync_hint:
+            ok = one_of(v, sync_ok, N_OF(sync_ok));
+            break;
         case omp_atk_alignment:
-            if (v == (uintptr_t)omp_atv_default)
-                break;
-            if (v == 0 || (v & (v - 1))) {
-                free(al);
-                return omp_null_allocator; /* not a power of two */
-            }
-            al->alignment = v;
+            ok = v == (uintptr_t)omp_atv_default || (v && !(v & (v - 1)));
+            if (ok && v != (uintptr_t)omp_atv_default)
+                d.alignment = v;
+            break;
+        case omp_atk_access:
+            ok = one_of(v, access_ok, N_OF(access_ok));
             break;
         case omp_atk_pool_size:
-            al->pool_size = v == (uintptr_t)omp_atv_default ? 0 : v;
+            ok = 1;
+            d.pool_size = v == (uintptr_t)omp_atv_default ? 0 : v;
             break;
         case omp_atk_fallback:
-            if (v != (uintptr_t)omp_atv_default)
-                al->fallback = (int)v;
+            ok = one_of(v, fb_ok, N_OF(fb_ok));
+            if (ok && v != (uintptr_t)omp_atv_default)
+                d.fallback = (int)v;
             break;
         case omp_atk_fb_data:
-            al->fb_data = (omp_allocator_handle_t)v;
+            ok = 1;
+            d.fb_data = (omp_allocator_handle_t)v;
+            break;
+        case omp_atk_pinned:
+            ok = one_of(v, pinned_ok, N_OF(pinned_ok));
+            break;
+        case omp_atk_partition:
+            ok = one_of(v, part_ok, N_OF(part_ok));
             break;
         default:
-            break; /* sync_hint, access, pinned, partition: nothing to do on a host heap */
+            ok = 0;
+            break;
         }
+        if (!ok)
+            return omp_null_allocator;
     }
+#undef N_OF
+    tlg_allocator *al = malloc(sizeof *al);
+    if (!al)
+        return omp_null_allocator;
+    *al = d;
     return (omp_allocator_handle_t)(uintptr_t)al;
 }
 
@@ -80,69 +123,115 @@ TLG_EXPORT void omp_destroy_allocator(omp_allocator_handle_t allocator)
     free(custom(allocator));
 }
 
+/* def-allocator-var is an ICV of the data environment: a task's setting
+ * holds for it and the regions it starts (OpenMP 5.1, 2.4.1). */
 TLG_EXPORT void omp_set_default_allocator(omp_allocator_handle_t allocator)
 {
-    default_allocator = allocator;
+    tlg_icv_cur()->def_allocator = (uintptr_t)allocator;
 }
 
 TLG_EXPORT omp_allocator_handle_t omp_get_default_allocator(void)
 {
-    return default_allocator;
+    return (omp_allocator_handle_t)tlg_icv_cur()->def_allocator;
 }
 
-static void *alloc_with(size_t align, size_t size, omp_allocator_handle_t a, int zero)
+static omp_allocator_handle_t resolve(omp_allocator_handle_t a)
 {
-    if (a == omp_null_allocator)
-        a = default_allocator;
-    tlg_allocator *al = custom(a);
-    if (al && al->alignment > align)
-        align = al->alignment;
+    return a == omp_null_allocator ? omp_get_default_allocator() : a;
+}
+
+/* Counts n more bytes against the pool: 0 if they do not fit. */
+static int pool_take(tlg_allocator *al, size_t n)
+{
+    size_t used = atomic_load_explicit(&al->used, RLX);
+    do {
+        if (n > al->pool_size || used > al->pool_size - n)
+            return 0;
+    } while (!atomic_compare_exchange_weak_explicit(&al->used, &used, used + n, RLX, RLX));
+    return 1;
+}
+
+static void pool_give(tlg_allocator *al, size_t n)
+{
+    atomic_fetch_sub_explicit(&al->used, n, RLX);
+}
+
+/* A block from the heap, its header in front, counted against no pool. */
+static void *raw_alloc(size_t align, size_t size, omp_allocator_handle_t handle, int zero)
+{
     if (align < sizeof(void *))
         align = sizeof(void *);
-    if (al && al->pool_size) {
-        size_t used = atomic_fetch_add_explicit(&al->used, size, RLX) + size;
-        if (used > al->pool_size) {
-            atomic_fetch_sub_explicit(&al->used, size, RLX);
-            switch (al->fallback) {
-            case omp_atv_null_fb:
-                return NULL;
-            case omp_atv_abort_fb:
-                tlg_fatal("an OpenMP allocator with pool_size %zu cannot allocate %zu more bytes", al->pool_size,
-                          size);
-            case omp_atv_allocator_fb:
-                return alloc_with(align, size, al->fb_data, zero);
-            default:
-                return alloc_with(align, size, omp_default_mem_alloc, zero);
-            }
-        }
-    }
     size_t head = (sizeof(block) + align - 1) / align * align;
     char *base = NULL;
-    if (posix_memalign((void **)&base, align, head + size) != 0) {
-        if (al)
-            atomic_fetch_sub_explicit(&al->used, al->pool_size ? size : 0, RLX);
-        if (al && al->fallback == omp_atv_abort_fb)
-            tlg_fatal("out of memory in an OpenMP allocator (%zu bytes)", size);
+    if (size > SIZE_MAX - head || posix_memalign((void **)&base, align, head + size) != 0)
         return NULL;
-    }
     char *p = base + head;
-    block *b = (block *)(void *)(p - sizeof(block));
+    block *b = header(p);
     b->base = base;
     b->size = size;
-    b->al = al;
+    b->handle = handle;
     if (zero)
         memset(p, 0, size);
     return p;
 }
 
+static void *alloc_with(size_t align, size_t size, omp_allocator_handle_t a, int zero);
+
+/* What an allocator does when it cannot serve size bytes. */
+static void *fall_back(tlg_allocator *al, size_t align, size_t size, int zero)
+{
+    switch (al->fallback) {
+    case omp_atv_null_fb:
+        return NULL;
+    case omp_atv_abort_fb:
+        tlg_fatal("an OpenMP allocator (pool_size %zu, fallback abort_fb) cannot allocate %zu bytes", al->pool_size,
+                  size);
+    case omp_atv_allocator_fb:
+        /* fb_data omp_null_allocator would be the default allocator, which
+         * may be this one */
+        if (al->fb_data != omp_null_allocator)
+            return alloc_with(align, size, al->fb_data, zero);
+        return alloc_with(align, size, omp_default_mem_alloc, zero);
+    default:
+        return alloc_with(align, size, omp_default_mem_alloc, zero);
+    }
+}
+
+static size_t alignment_of(omp_allocator_handle_t a, size_t align)
+{
+    tlg_allocator *al = custom(a);
+    return al && al->alignment > align ? al->alignment : align;
+}
+
+/* Zero bytes are no block at all: NULL, whatever the allocator
+ * (libgomp's answer, before any pool or fallback is consulted). */
+static void *alloc_with(size_t align, size_t size, omp_allocator_handle_t a, int zero)
+{
+    if (!size)
+        return NULL;
+    a = resolve(a);
+    tlg_allocator *al = custom(a);
+    align = alignment_of(a, align);
+    if (al && al->pool_size && !pool_take(al, size))
+        return fall_back(al, align, size, zero);
+    void *p = raw_alloc(align, size, a, zero);
+    if (!p && al) {
+        if (al->pool_size)
+            pool_give(al, size);
+        return fall_back(al, align, size, zero);
+    }
+    return p;
+}
+
 TLG_EXPORT void omp_free(void *ptr, omp_allocator_handle_t allocator)
 {
-    (void)allocator;
+    (void)allocator; /* the block knows its allocator */
     if (!ptr)
         return;
-    block *b = (block *)(void *)((char *)ptr - sizeof(block));
-    if (b->al && b->al->pool_size)
-        atomic_fetch_sub_explicit(&b->al->used, b->size, RLX);
+    block *b = header(ptr);
+    tlg_allocator *al = custom(b->handle);
+    if (al && al->pool_size)
+        pool_give(al, b->size);
     free(b->base);
 }
 
@@ -172,17 +261,54 @@ TLG_EXPORT void *omp_aligned_calloc(size_t alignment, size_t nmemb, size_t size,
     return alloc_with(alignment, nmemb * size, allocator, 1);
 }
 
+/* Within one pooled allocator a block that moves counts only its growth
+ * against the pool (the old block's bytes are given back as it goes), as
+ * an in-place resize would: a pool of 4096 resizes 3071 bytes to 3072. */
+static void *realloc_same_pool(block *b, void *ptr, size_t size, omp_allocator_handle_t to, tlg_allocator *al)
+{
+    size_t grow = size > b->size ? size - b->size : 0;
+    if (grow && !pool_take(al, grow))
+        return NULL;
+    void *n = raw_alloc(al->alignment, size, to, 0);
+    if (!n) {
+        if (grow)
+            pool_give(al, grow);
+        return NULL;
+    }
+    memcpy(n, ptr, b->size < size ? b->size : size);
+    if (size < b->size)
+        pool_give(al, b->size - size);
+    free(b->base);
+    return n;
+}
+
+/* allocator omp_null_allocator: free_allocator's, else the default one. */
 TLG_EXPORT void *omp_realloc(void *ptr, size_t size, omp_allocator_handle_t allocator,
                              omp_allocator_handle_t free_allocator)
 {
+    if (allocator == omp_null_allocator)
+        allocator = free_allocator;
     if (!ptr)
         return omp_alloc(size, allocator);
     if (!size) {
         omp_free(ptr, free_allocator);
         return NULL;
     }
-    block *b = (block *)(void *)((char *)ptr - sizeof(block));
-    void *n = omp_alloc(size, allocator);
+    block *b = header(ptr);
+    omp_allocator_handle_t to = resolve(allocator);
+    tlg_allocator *al = custom(to);
+    if (al && al->pool_size && b->handle == to) {
+        void *n = realloc_same_pool(b, ptr, size, to, al);
+        if (n)
+            return n;
+        n = fall_back(al, al->alignment, size, 0);
+        if (!n)
+            return NULL;
+        memcpy(n, ptr, b->size < size ? b->size : size);
+        omp_free(ptr, free_allocator);
+        return n;
+    }
+    void *n = alloc_with(1, size, to, 0);
     if (!n)
         return NULL;
     memcpy(n, ptr, b->size < size ? b->size : size);

@@ -19,6 +19,11 @@
  *   OMP_MAX_TASK_PRIORITY n
  *   OMP_DEFAULT_DEVICE    n
  *   OMP_DISPLAY_ENV       true|false|verbose
+ *   OMP_ALLOCATOR         a predefined allocator: omp_default_mem_alloc ... omp_thread_mem_alloc
+ *   OMP_NUM_TEAMS         n: nteams-var (host teams without num_teams)
+ *   OMP_TEAMS_THREAD_LIMIT n: teams-thread-limit-var
+ *   OMP_AFFINITY_FORMAT   the format of omp_display_affinity (icv.c)
+ *   OMP_DISPLAY_AFFINITY  true|false: threads show their affinity at region starts (team.c)
  *   THREADLAB_GOMP_TLS    identity|vp   (docs/omp-ult.md, "Thread-local storage")
  *   THREADLAB_GOMP_SPIN_US n: how long a waiter spins before it parks
  *                         (default 3, 100 with OMP_WAIT_POLICY=active, 0 passive)
@@ -264,6 +269,35 @@ static void parse_stacksize(void)
     tlg_env_v.stacksize = bytes < 16384 ? 16384 : bytes;
 }
 
+static const char *const allocator_names[] = {
+    "omp_default_mem_alloc", "omp_large_cap_mem_alloc", "omp_const_mem_alloc", "omp_high_bw_mem_alloc",
+    "omp_low_lat_mem_alloc", "omp_cgroup_mem_alloc",    "omp_pteam_mem_alloc", "omp_thread_mem_alloc"};
+
+/* The predefined allocators are numbered from omp_default_mem_alloc (1)
+ * in the order of allocator_names. */
+static void parse_allocator(tlg_icv *icv)
+{
+    const char *v = env("OMP_ALLOCATOR");
+    if (!v)
+        return;
+    const char *s = skip_space(v);
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        n--;
+    for (size_t i = 0; i < sizeof allocator_names / sizeof allocator_names[0]; i++)
+        if (strlen(allocator_names[i]) == n && !strncasecmp(s, allocator_names[i], n)) {
+            icv->def_allocator = (uintptr_t)omp_default_mem_alloc + i;
+            return;
+        }
+    bad("OMP_ALLOCATOR", v, "a predefined allocator, omp_default_mem_alloc ... omp_thread_mem_alloc");
+}
+
+static const char *allocator_name(uintptr_t a)
+{
+    size_t i = a - (uintptr_t)omp_default_mem_alloc;
+    return i < sizeof allocator_names / sizeof allocator_names[0] ? allocator_names[i] : "(an allocator of omp_init_allocator)";
+}
+
 static int bind_kind(const char *s, size_t n)
 {
     static const struct {
@@ -384,6 +418,9 @@ void tlg_env_init(void)
     icv->bind = omp_proc_bind_false;
     icv->dyn = 0;
     icv->default_device = 0;
+    icv->def_allocator = (uintptr_t)omp_default_mem_alloc;
+    e->affinity_format = tlg_malloc(sizeof TLG_AFFINITY_FORMAT);
+    memcpy(e->affinity_format, TLG_AFFINITY_FORMAT, sizeof TLG_AFFINITY_FORMAT);
     e->wait_policy = -1;
     /* a waiter spins briefly before it parks (the idle VP then spins, and
      * steals, instead): a partner on another VP usually comes within a
@@ -432,6 +469,16 @@ void tlg_env_init(void)
         e->cancellation = b;
     if (parse_uint("OMP_MAX_TASK_PRIORITY", 0, INT_MAX, &u, "a non-negative integer"))
         e->max_task_priority = (int)u;
+    if (parse_uint("OMP_NUM_TEAMS", 1, INT_MAX, &u, "a positive integer"))
+        e->nteams = (int)u;
+    if (parse_uint("OMP_TEAMS_THREAD_LIMIT", 1, INT_MAX, &u, "a positive integer"))
+        e->teams_thread_limit = (int)u;
+    parse_allocator(icv);
+    if (parse_bool("OMP_DISPLAY_AFFINITY", &b))
+        e->display_affinity = b;
+    const char *af = getenv("OMP_AFFINITY_FORMAT");
+    if (af)
+        tlg_set_affinity_format(af, strlen(af));
     if (parse_uint("OMP_DEFAULT_DEVICE", 0, INT_MAX, &u, "a non-negative integer"))
         icv->default_device = (int)u;
     const char *t = env("THREADLAB_GOMP_TLS");
@@ -502,8 +549,11 @@ void tlg_display_env(int verbose)
     fprintf(stderr, "  OMP_WAIT_POLICY = '%s'\n", e->wait_policy == 1 ? "ACTIVE" : "PASSIVE");
     fprintf(stderr, "  OMP_THREAD_LIMIT = '%u'\n  OMP_MAX_ACTIVE_LEVELS = '%u'\n", icv->thread_limit,
             icv->max_active_levels);
+    fprintf(stderr, "  OMP_NUM_TEAMS = '%d'\n  OMP_TEAMS_THREAD_LIMIT = '%d'\n", e->nteams, e->teams_thread_limit);
     fprintf(stderr, "  OMP_CANCELLATION = '%s'\n  OMP_DEFAULT_DEVICE = '%d'\n  OMP_MAX_TASK_PRIORITY = '%d'\n",
             e->cancellation ? "TRUE" : "FALSE", icv->default_device, e->max_task_priority);
+    fprintf(stderr, "  OMP_DISPLAY_AFFINITY = '%s'\n  OMP_AFFINITY_FORMAT = '%s'\n  OMP_ALLOCATOR = '%s'\n",
+            e->display_affinity ? "TRUE" : "FALSE", e->affinity_format, allocator_name(icv->def_allocator));
     if (verbose)
         fprintf(stderr, "  THREADLAB_GOMP_TLS = '%s'\n  THREADLAB_GOMP_SPIN_US = '%llu'\n",
                 e->tls_mode == TLG_TLS_IDENTITY ? "identity" : "vp", (unsigned long long)(e->spin_ns / 1000));

@@ -14,6 +14,15 @@
 
 #include <omp.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* An INTEGER(8) argument as an int: clamped, so that a value out of
+ * int's range stays out of every routine's valid range (-HUGE(0_8) must
+ * not become a valid level by truncation). */
+static inline int to_int(int64_t v)
+{
+    return v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v;
+}
 
 #define F_GET_INT(fname, cname)                                                                             \
     TLG_EXPORT int32_t fname(void)                                                                          \
@@ -32,8 +41,7 @@
     }                                                                                                       \
     TLG_EXPORT void fname##8_(const int64_t *v)                                                            \
     {                                                                                                       \
-        long x = (long)*v;                                                                                  \
-        cname(x > INT_MAX ? INT_MAX : x < INT_MIN ? INT_MIN : (int)x);                                       \
+        cname(to_int(*v));                                                                                  \
     }
 
 F_GET_INT(omp_get_num_threads_, omp_get_num_threads)
@@ -100,7 +108,7 @@ TLG_EXPORT void omp_set_schedule_(const int32_t *kind, const int32_t *chunk)
 
 TLG_EXPORT void omp_set_schedule_8_(const int32_t *kind, const int64_t *chunk)
 {
-    omp_set_schedule((omp_sched_t)*kind, *chunk > INT_MAX ? INT_MAX : (int)*chunk);
+    omp_set_schedule((omp_sched_t)*kind, to_int(*chunk));
 }
 
 TLG_EXPORT void omp_get_schedule_(int32_t *kind, int32_t *chunk)
@@ -128,7 +136,7 @@ TLG_EXPORT int32_t omp_get_ancestor_thread_num_(const int32_t *level)
 
 TLG_EXPORT int32_t omp_get_ancestor_thread_num_8_(const int64_t *level)
 {
-    return omp_get_ancestor_thread_num(*level > INT_MAX ? -1 : (int)*level);
+    return omp_get_ancestor_thread_num(to_int(*level));
 }
 
 TLG_EXPORT int32_t omp_get_team_size_(const int32_t *level)
@@ -138,7 +146,7 @@ TLG_EXPORT int32_t omp_get_team_size_(const int32_t *level)
 
 TLG_EXPORT int32_t omp_get_team_size_8_(const int64_t *level)
 {
-    return omp_get_team_size(*level > INT_MAX ? -1 : (int)*level);
+    return omp_get_team_size(to_int(*level));
 }
 
 TLG_EXPORT int32_t omp_get_place_num_procs_(const int32_t *place)
@@ -148,7 +156,7 @@ TLG_EXPORT int32_t omp_get_place_num_procs_(const int32_t *place)
 
 TLG_EXPORT int32_t omp_get_place_num_procs_8_(const int64_t *place)
 {
-    return omp_get_place_num_procs(*place > INT_MAX ? -1 : (int)*place);
+    return omp_get_place_num_procs(to_int(*place));
 }
 
 TLG_EXPORT void omp_get_place_proc_ids_(const int32_t *place, int32_t *ids)
@@ -161,7 +169,7 @@ TLG_EXPORT void omp_get_place_proc_ids_(const int32_t *place, int32_t *ids)
 
 TLG_EXPORT void omp_get_place_proc_ids_8_(const int64_t *place, int64_t *ids)
 {
-    int p = *place > INT_MAX ? -1 : (int)*place, id = -1;
+    int p = to_int(*place), id = -1;
     omp_get_place_proc_ids(p, &id);
     if (omp_get_place_num_procs(p) > 0)
         ids[0] = id;
@@ -202,6 +210,84 @@ TLG_EXPORT int32_t omp_pause_resource_all_(const int32_t *kind)
 TLG_EXPORT void omp_fulfill_event_(intptr_t event)
 {
     omp_fulfill_event((omp_event_handle_t)event);
+}
+
+/* ---- allocators: handles are integer(c_intptr_t), omp_alloctrait has C's layout ---- */
+
+TLG_EXPORT intptr_t omp_init_allocator_(const intptr_t *memspace, const int32_t *ntraits,
+                                        const omp_alloctrait_t *traits)
+{
+    return (intptr_t)omp_init_allocator((omp_memspace_handle_t)*memspace, (int)*ntraits, traits);
+}
+
+TLG_EXPORT intptr_t omp_init_allocator_8_(const intptr_t *memspace, const int64_t *ntraits,
+                                          const omp_alloctrait_t *traits)
+{
+    return (intptr_t)omp_init_allocator((omp_memspace_handle_t)*memspace, to_int(*ntraits), traits);
+}
+
+TLG_EXPORT void omp_destroy_allocator_(const intptr_t *allocator)
+{
+    omp_destroy_allocator((omp_allocator_handle_t)*allocator);
+}
+
+TLG_EXPORT void omp_set_default_allocator_(const intptr_t *allocator)
+{
+    omp_set_default_allocator((omp_allocator_handle_t)*allocator);
+}
+
+TLG_EXPORT intptr_t omp_get_default_allocator_(void)
+{
+    return (intptr_t)omp_get_default_allocator();
+}
+
+/* ---- affinity format: CHARACTER arguments come with their length after
+ * the others (gfortran's hidden arguments), unterminated and blank-padded ---- */
+
+TLG_EXPORT void omp_set_affinity_format_(const char *format, size_t format_len)
+{
+    tlg_set_affinity_format(format, format_len);
+}
+
+/* The format in buffer, blank-padded (or cut) to its length; returns the
+ * format's length. */
+TLG_EXPORT int32_t omp_get_affinity_format_(char *buffer, size_t buffer_len)
+{
+    const char *f = tlg_env_v.affinity_format;
+    size_t n = strlen(f);
+    size_t k = n < buffer_len ? n : buffer_len;
+    memcpy(buffer, f, k);
+    memset(buffer + k, ' ', buffer_len - k);
+    return (int32_t)n;
+}
+
+/* A format argument of length 0 means affinity-format-var; any other is
+ * taken whole, trailing blanks included, as libgomp does. */
+static char *f_format(const char *format, size_t format_len)
+{
+    if (!format_len)
+        return NULL;
+    char *f = tlg_malloc(format_len + 1);
+    memcpy(f, format, format_len);
+    f[format_len] = 0;
+    return f;
+}
+
+TLG_EXPORT void omp_display_affinity_(const char *format, size_t format_len)
+{
+    char *f = f_format(format, format_len);
+    tlg_print_affinity(f ? f : tlg_env_v.affinity_format);
+    free(f);
+}
+
+TLG_EXPORT int32_t omp_capture_affinity_(char *buffer, const char *format, size_t buffer_len, size_t format_len)
+{
+    char *f = f_format(format, format_len);
+    size_t n = tlg_format_affinity(buffer, buffer_len, f ? f : tlg_env_v.affinity_format);
+    free(f);
+    if (n < buffer_len)
+        memset(buffer + n, ' ', buffer_len - n);
+    return (int32_t)n;
 }
 
 /* ---- locks (OMP_3.0; the OMP_1.0 Fortran locks fail by name) ---------------------- */

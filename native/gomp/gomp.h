@@ -95,6 +95,7 @@ typedef struct tlg_icv {
     int dyn;                  /* dyn-var */
     int dyn_set;              /* set by omp_set_dynamic (tlg_dyn) */
     int default_device;
+    uintptr_t def_allocator;  /* def-allocator-var (an omp_allocator_handle_t) */
 } tlg_icv;
 
 /* Process-wide settings: parsed once from the environment (env.c). */
@@ -109,6 +110,10 @@ typedef struct tlg_env {
     uint64_t spin_ns;         /* how long a waiter spins before it parks */
     int cancellation;         /* OMP_CANCELLATION */
     int max_task_priority;
+    int nteams;               /* nteams-var (OMP_NUM_TEAMS; 0: unset) */
+    int teams_thread_limit;   /* teams-thread-limit-var (OMP_TEAMS_THREAD_LIMIT; 0: unset) */
+    char *affinity_format;    /* affinity-format-var (OMP_AFFINITY_FORMAT), malloc'd */
+    int display_affinity;     /* OMP_DISPLAY_AFFINITY */
     int display_env;          /* OMP_DISPLAY_ENV: 0, 1 true, 2 verbose */
     int tls_mode;             /* TLG_TLS_* (THREADLAB_GOMP_TLS) */
     int dyn_explicit;         /* OMP_DYNAMIC was given */
@@ -131,6 +136,15 @@ enum { TLG_TLS_IDENTITY = 0, TLG_TLS_VP = 1 };
 extern tlg_env tlg_env_v;
 
 void tlg_env_init(void);                   /* env.c, once */
+/* affinity-format-var: its default, and setting it from len bytes of
+ * format (icv.c; a Fortran string has no terminating NUL) */
+#define TLG_AFFINITY_FORMAT "level %L thread %i affinity %A"
+void tlg_set_affinity_format(const char *format, size_t len);
+/* The affinity format expanded for the calling thread into buffer (at
+ * most size bytes, unterminated); returns the full length (icv.c). */
+size_t tlg_format_affinity(char *buffer, size_t size, const char *format);
+/* Writes the expansion and a newline to stderr (omp_display_affinity). */
+void tlg_print_affinity(const char *format);
 void tlg_display_env(int verbose);         /* env.c */
 
 /* ---- work shares (work.c) --------------------------------------------- */
@@ -216,6 +230,8 @@ typedef struct tlg_task {
     void **dep_addr;
     unsigned nsucc, succ_cap;
     int done;                 /* finished (under the parent's table lock) */
+    int priority;             /* its priority clause, clamped to max-task-priority-var */
+    unsigned prio_seq;        /* queued with a priority: the order among equals */
     /* written by other threads (its children as they finish, its
      * predecessors): a line of its own, so that creating children and
      * finishing them do not take each other's line */
@@ -260,6 +276,10 @@ typedef struct tlg_thread {
     int ord_held;             /* it has a ticket it has not passed on */
     struct tlg_thread *prev;  /* the master's state outside this team */
     tl_ult_identity *top_identity; /* identity k of the top level, once looked up (kept with the cached team) */
+    unsigned top_gen;         /* the identities' generation it was looked up in (tlg_pause) */
+    /* OMP_DISPLAY_AFFINITY: what it showed last (shown_n 0: nothing yet) */
+    unsigned shown_level, shown_id, shown_n;
+    int shown_place;
     tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
     tlg_task *free_tasks;     /* recycled task memory */
     unsigned nfree_tasks;
@@ -319,6 +339,8 @@ struct tlg_team {
     _Atomic long task_pending TLG_ALIGNED;
     _Atomic uint32_t orphan_lock; /* tasks made ready by threads of no team */
     tlg_task *_Atomic orphans; /* written under orphan_lock */
+    _Atomic long prio_queued; /* tasks in prio (task.c) */
+    struct tlg_prio *_Atomic prio; /* queued tasks with a priority, highest first */
     /* workers done with the region, with TLG_END_BIAS and TLG_END_PARKED
      * (region_end, worker_end) */
     _Atomic uint32_t finished TLG_ALIGNED;
@@ -389,6 +411,12 @@ tlg_thread *tlg_initial(void);
 /* Runtime start (idempotent; from the first construct that needs threads). */
 void tlg_init(void);
 int tlg_ult_ready(void);
+/* omp_pause_resource on the host: outside every region (0; -1 inside
+ * one), the OpenMP threads' TLS identities are retired and the next
+ * teams get new ones (their threadprivate data starts afresh, as threads
+ * libgomp destroyed and made again); a no-op while another top-level team
+ * runs, and in vp mode. */
+int tlg_pause(void);
 /* 1 in a process forked after the runtime started: teams run serially. */
 extern int tlg_forked;
 
@@ -485,6 +513,8 @@ static inline int tlg_tasks_done(tlg_thread *thr, tlg_team *team)
 /* An implicit task ends (its region's tasks are all done). */
 void tlg_task_implicit_end(tlg_task *t);
 void tlg_task_thread_fini(tlg_thread *thr);
+/* A team's memory goes: what its task queues hold besides its threads'. */
+void tlg_task_team_fini(tlg_team *team);
 /* Registers task reductions for a whole team (GOMP_parallel_reductions). */
 tlg_taskgroup *tlg_parallel_reductions_register(uintptr_t *data, unsigned nthreads);
 void tlg_reductions_free(uintptr_t *data);

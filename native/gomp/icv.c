@@ -113,17 +113,19 @@ TLG_EXPORT int omp_get_num_procs(void)
     return (int)tlg_env_v.ncpus;
 }
 
+/* Soft and hard alike: the OpenMP threads' identities go (the ULTs
+ * already end with their regions; the VPs stay, as they would for the
+ * next region anyway). */
 TLG_EXPORT int omp_pause_resource(omp_pause_resource_t kind, int device_num)
 {
     (void)kind;
-    /* the host only; nothing is held that a pause would give back */
-    return device_num == omp_get_initial_device() ? 0 : -1;
+    return device_num == omp_get_initial_device() ? tlg_pause() : -1;
 }
 
 TLG_EXPORT int omp_pause_resource_all(omp_pause_resource_t kind)
 {
     (void)kind;
-    return 0;
+    return tlg_pause();
 }
 
 /* ---- time ---------------------------------------------------------------------- */
@@ -176,8 +178,8 @@ TLG_EXPORT int omp_is_initial_device(void)
 
 /* ---- host teams ----------------------------------------------------------------- */
 
-static int nteams_var, teams_thread_limit_var;
-
+/* nteams-var and teams-thread-limit-var are device ICVs (one per
+ * process here), as in libgomp */
 TLG_EXPORT int omp_get_num_teams(void)
 {
     tlg_thread *thr = tlg_self();
@@ -192,23 +194,23 @@ TLG_EXPORT int omp_get_team_num(void)
 TLG_EXPORT void omp_set_num_teams(int n)
 {
     if (n > 0)
-        nteams_var = n;
+        tlg_env_v.nteams = n;
 }
 
 TLG_EXPORT int omp_get_max_teams(void)
 {
-    return nteams_var;
+    return tlg_env_v.nteams;
 }
 
 TLG_EXPORT void omp_set_teams_thread_limit(int n)
 {
     if (n >= 0)
-        teams_thread_limit_var = n;
+        tlg_env_v.teams_thread_limit = n;
 }
 
 TLG_EXPORT int omp_get_teams_thread_limit(void)
 {
-    return teams_thread_limit_var;
+    return tlg_env_v.teams_thread_limit;
 }
 
 /* ---- places: one per allowed CPU once threads are bound -------------------------- */
@@ -250,85 +252,239 @@ TLG_EXPORT void omp_get_partition_place_nums(int *nums)
         nums[i] = (int)i;
 }
 
-/* ---- affinity format ------------------------------------------------------------- */
+/* ---- affinity format (OpenMP 5.1, 6.14) ------------------------------------------- */
 
-static char affinity_format[256] = "level %L thread %i affinity %A";
+void tlg_set_affinity_format(const char *format, size_t len)
+{
+    char *f = tlg_malloc(len + 1);
+    memcpy(f, format, len);
+    f[len] = 0;
+    free(tlg_env_v.affinity_format);
+    tlg_env_v.affinity_format = f;
+}
 
 TLG_EXPORT void omp_set_affinity_format(const char *format)
 {
-    snprintf(affinity_format, sizeof affinity_format, "%s", format);
+    tlg_set_affinity_format(format, strlen(format));
 }
 
 TLG_EXPORT size_t omp_get_affinity_format(char *buffer, size_t size)
 {
-    size_t n = strlen(affinity_format);
-    if (buffer && size)
-        snprintf(buffer, size, "%s", affinity_format);
+    const char *f = tlg_env_v.affinity_format;
+    size_t n = strlen(f);
+    if (buffer && size) {
+        size_t k = n < size ? n : size - 1;
+        memcpy(buffer, f, k);
+        buffer[k] = 0;
+    }
     return n;
 }
 
-/* The format's fields: %L level, %n or %i thread number, %N team size,
- * %a ancestor thread number, %P process id, %A the VP's CPU (the place
- * where the thread runs now), %H host name, %% a percent sign. */
-TLG_EXPORT size_t omp_capture_affinity(char *buffer, size_t size, const char *format)
+/* The expansion so far: bytes past size are counted, not stored. */
+typedef struct {
+    char *buf;
+    size_t size, len;
+} tlg_out;
+
+static void out_put(tlg_out *o, const char *s, size_t n)
 {
-    if (!format || !*format)
-        format = affinity_format;
-    char out[1024];
+    if (o->len < o->size)
+        memcpy(o->buf + o->len, s, n < o->size - o->len ? n : o->size - o->len);
+    o->len += n;
+}
+
+static void out_fill(tlg_out *o, char c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out_put(o, &c, 1);
+}
+
+/* A field of width w (0: none): left-justified with blanks by default,
+ * right-justified with '.', zero-padded after any sign or 0x with "0.". */
+static void out_field(tlg_out *o, const char *s, size_t w, int right, int zero)
+{
+    size_t n = strlen(s);
+    size_t pad = w > n ? w - n : 0;
+    if (zero && pad) {
+        size_t pre = s[0] == '-' ? 1 : s[0] == '0' && s[1] == 'x' ? 2 : 0;
+        out_put(o, s, pre);
+        out_fill(o, '0', pad);
+        out_put(o, s + pre, n - pre);
+    } else if (right) {
+        out_fill(o, ' ', pad);
+        out_put(o, s, n);
+    } else {
+        out_put(o, s, n);
+        out_fill(o, ' ', pad);
+    }
+}
+
+/* The CPUs the calling thread may run on: its place's when threads are
+ * bound, else the process's, as a list of ranges ("0-3,6"). */
+static void thread_cpus(char *s, size_t size)
+{
+    cpu_set_t one;
+    const cpu_set_t *set = &tlg_env_v.cpus;
+    int place = omp_get_place_num();
+    if (place >= 0) {
+        CPU_ZERO(&one);
+        CPU_SET(tlg_env_v.place_cpu[place], &one);
+        set = &one;
+    }
     size_t k = 0;
-    for (const char *p = format; *p && k + 64 < sizeof out; p++) {
-        if (*p != '%' || !p[1]) {
-            out[k++] = *p;
+    s[0] = 0;
+    for (int c = 0; c < CPU_SETSIZE && k + 24 < size; c++) {
+        if (!CPU_ISSET(c, set))
+            continue;
+        int e = c;
+        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set))
+            e++;
+        int n = e > c ? snprintf(s + k, size - k, "%s%d-%d", k ? "," : "", c, e)
+                      : snprintf(s + k, size - k, "%s%d", k ? "," : "", c);
+        k += n > 0 ? (size_t)n : 0;
+        c = e;
+    }
+}
+
+/* The field types, by their long and short names. */
+static const struct {
+    const char *name;
+    char c;
+} affinity_fields[] = {{"team_num", 't'},      {"num_teams", 'T'},        {"nesting_level", 'L'},
+                       {"thread_num", 'n'},    {"num_threads", 'N'},      {"ancestor_tnum", 'a'},
+                       {"host", 'H'},          {"process_id", 'P'},       {"native_thread_id", 'i'},
+                       {"thread_affinity", 'A'}};
+
+/* A malformed format is a fatal error naming it, as in libgomp: the
+ * program asked for output it cannot have. */
+size_t tlg_format_affinity(char *buffer, size_t size, const char *format)
+{
+    tlg_out o = {buffer, size, 0};
+    for (const char *p = format; *p;) {
+        const char *pc = strchr(p, '%');
+        if (!pc) {
+            out_put(&o, p, strlen(p));
+            break;
+        }
+        out_put(&o, p, (size_t)(pc - p));
+        p = pc + 1;
+        if (*p == '%') {
+            out_put(&o, "%", 1);
+            p++;
             continue;
         }
-        p++;
-        int n = 0;
-        switch (*p) {
+        int zero = 0, right = 0;
+        size_t width = 0;
+        if (*p == '0') {
+            zero = 1;
+            if (*++p != '.')
+                tlg_fatal("affinity format '%s': a leading 0 must be followed by '.' (accepted: %%[0.|.][width]type)",
+                          format);
+        }
+        if (*p == '.') {
+            right = 1;
+            p++;
+        }
+        if (*p >= '1' && *p <= '9') {
+            char *end;
+            width = strtoul(p, &end, 10);
+            p = end;
+        } else if (zero || right) {
+            tlg_fatal("affinity format '%s': '0.' or '.' needs a width", format);
+        }
+        char c = *p;
+        if (c == '{') {
+            c = 0;
+            const char *close = strchr(p, '}');
+            for (size_t i = 0; close && i < sizeof affinity_fields / sizeof affinity_fields[0]; i++)
+                if (strlen(affinity_fields[i].name) == (size_t)(close - p - 1) &&
+                    !strncmp(p + 1, affinity_fields[i].name, (size_t)(close - p - 1)))
+                    c = affinity_fields[i].c;
+            if (!c)
+                tlg_fatal("affinity format '%s': unknown field %.*s (accepted: {team_num}, {num_teams}, "
+                          "{nesting_level}, {thread_num}, {num_threads}, {ancestor_tnum}, {host}, "
+                          "{process_id}, {native_thread_id}, {thread_affinity})",
+                          format, close ? (int)(close - p + 1) : (int)strlen(p), p);
+            p = close;
+        }
+        char v[512];
+        int num = 0, is_num = 1;
+        switch (c) {
+        case 't':
+            num = omp_get_team_num();
+            break;
+        case 'T':
+            num = omp_get_num_teams();
+            break;
         case 'L':
-            n = snprintf(out + k, sizeof out - k, "%d", omp_get_level());
+            num = omp_get_level();
             break;
         case 'n':
-        case 'i':
-            n = snprintf(out + k, sizeof out - k, "%d", omp_get_thread_num());
+            num = omp_get_thread_num();
             break;
         case 'N':
-            n = snprintf(out + k, sizeof out - k, "%d", omp_get_num_threads());
+            num = omp_get_num_threads();
             break;
         case 'a':
-            n = snprintf(out + k, sizeof out - k, "%d", omp_get_ancestor_thread_num(omp_get_level() - 1));
+            num = omp_get_ancestor_thread_num(omp_get_level() - 1);
             break;
         case 'P':
-            n = snprintf(out + k, sizeof out - k, "%d", (int)getpid());
+            num = (int)getpid();
+            break;
+        case 'H':
+            is_num = 0;
+            if (gethostname(v, sizeof v) != 0)
+                snprintf(v, sizeof v, "node");
+            v[sizeof v - 1] = 0;
+            break;
+        case 'i':
+            is_num = 0;
+            snprintf(v, sizeof v, "0x%lx", (unsigned long)pthread_self());
             break;
         case 'A':
-            n = snprintf(out + k, sizeof out - k, "%d", sched_getcpu());
+            is_num = 0;
+            thread_cpus(v, sizeof v);
             break;
-        case 'H': {
-            char host[64] = "?";
-            gethostname(host, sizeof host);
-            n = snprintf(out + k, sizeof out - k, "%s", host);
-            break;
-        }
         default:
-            out[k++] = '%';
-            n = 0;
-            if (*p != '%')
-                out[k++] = *p;
-            break;
+            tlg_fatal("affinity format '%s': unknown field type '%c' (accepted: t T L n N a H P i A, or a "
+                      "long name in braces)",
+                      format, c ? c : ' ');
         }
-        k += n > 0 ? (size_t)n : 0;
+        if (is_num)
+            snprintf(v, sizeof v, "%d", num);
+        out_field(&o, v, width, right, zero);
+        p++;
     }
-    out[k] = 0;
+    return o.len;
+}
+
+TLG_EXPORT size_t omp_capture_affinity(char *buffer, size_t size, const char *format)
+{
+    size_t n = tlg_format_affinity(buffer, size, format && *format ? format : tlg_env_v.affinity_format);
     if (buffer && size)
-        snprintf(buffer, size, "%s", out);
-    return k;
+        buffer[n < size ? n : size - 1] = 0;
+    return n;
+}
+
+/* One write, so that lines of threads printing at once do not mix. */
+void tlg_print_affinity(const char *format)
+{
+    char small[512];
+    size_t n = tlg_format_affinity(small, sizeof small - 1, format);
+    char *b = small;
+    if (n >= sizeof small - 1) {
+        b = tlg_malloc(n + 1);
+        tlg_format_affinity(b, n, format);
+    }
+    b[n] = '\n';
+    fwrite(b, 1, n + 1, stderr);
+    if (b != small)
+        free(b);
 }
 
 TLG_EXPORT void omp_display_affinity(const char *format)
 {
-    char buf[1024];
-    omp_capture_affinity(buf, sizeof buf, format);
-    fprintf(stderr, "%s\n", buf);
+    tlg_print_affinity(format && *format ? format : tlg_env_v.affinity_format);
 }
 
 TLG_EXPORT void omp_display_env(int verbose)

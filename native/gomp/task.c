@@ -47,7 +47,15 @@
  * Scheduling constraint. A task waiting in taskwait or at a taskgroup's
  * end runs only its own descendants (OpenMP's rule for tied tasks: the
  * waiting task may hold locks an unrelated task wants). Tasks are tied;
- * untied, mergeable and priority are accepted and ignored.
+ * untied and mergeable are accepted and ignored.
+ *
+ * Priorities. A task with a priority above 0 (clamped to
+ * max-task-priority-var, OMP_MAX_TASK_PRIORITY, as libgomp does) is queued
+ * in its team's priority heap instead of a deque: a thread looking for a
+ * task takes the highest priority queued there first (the oldest among
+ * equals), then its own deque's, then a victim's. So a thread running the
+ * tasks one creator queued runs them highest priority first, and before
+ * any task of priority 0.
  *
  * Dependences. Siblings' dependences are kept in their parent's table
  * (address -> last writer and readers since), under the table's lock:
@@ -319,18 +327,27 @@ static struct dep_entry *dep_find(struct tlg_dep_table *d, void *addr, int creat
     return &d->e[j];
 }
 
+/* An array of task pointers with room for one more: doubled from cap
+ * (first: first), *cap updated. */
+static tlg_task **grow_tasks(tlg_task **a, size_t *cap, size_t first, const char *what)
+{
+    size_t n = *cap ? 2 * *cap : first;
+    tlg_task **g = realloc(a, n * sizeof *g);
+    if (!g)
+        tlg_fatal("out of memory for %s", what);
+    *cap = n;
+    return g;
+}
+
 /* task waits for pred (under the table lock) */
 static void add_pred(tlg_task *task, tlg_task *pred)
 {
     if (!pred || pred == task || pred->done)
         return;
     if (pred->nsucc == pred->succ_cap) {
-        unsigned n = pred->succ_cap ? 2 * pred->succ_cap : 4;
-        tlg_task **g = realloc(pred->succ, n * sizeof *g);
-        if (!g)
-            tlg_fatal("out of memory for task dependences");
-        pred->succ = g;
-        pred->succ_cap = n;
+        size_t cap = pred->succ_cap;
+        pred->succ = grow_tasks(pred->succ, &cap, 4, "task dependences");
+        pred->succ_cap = (unsigned)cap;
     }
     pred->succ[pred->nsucc++] = task;
     atomic_fetch_add_explicit(&task->npred, 1, RLX);
@@ -339,12 +356,9 @@ static void add_pred(tlg_task *task, tlg_task *pred)
 static void add_reader(struct dep_entry *e, tlg_task *t)
 {
     if (e->nreaders == e->cap) {
-        unsigned n = e->cap ? 2 * e->cap : 4;
-        tlg_task **g = realloc(e->readers, n * sizeof *g);
-        if (!g)
-            tlg_fatal("out of memory for task dependences");
-        e->readers = g;
-        e->cap = n;
+        size_t cap = e->cap;
+        e->readers = grow_tasks(e->readers, &cap, 4, "task dependences");
+        e->cap = (unsigned)cap;
     }
     e->readers[e->nreaders++] = t;
 }
@@ -502,12 +516,130 @@ static void deps_release(tlg_thread *thr, tlg_task *t)
         tlg_team_event(t->team, 1);
 }
 
+/* ---- the priority heap ---------------------------------------------------------- */
+
+struct tlg_prio {
+    _Atomic uint32_t lock;
+    unsigned seq;             /* the next task's prio_seq */
+    size_t n, cap;
+    tlg_task **heap;          /* a binary max-heap on (priority, -prio_seq) */
+};
+
+void tlg_task_team_fini(tlg_team *team)
+{
+    struct tlg_prio *q = atomic_exchange_explicit(&team->prio, NULL, ACQ);
+    if (q) {
+        free(q->heap);
+        free(q);
+    }
+}
+
+/* a runs before b */
+static int prio_before(const tlg_task *a, const tlg_task *b)
+{
+    if (a->priority != b->priority)
+        return a->priority > b->priority;
+    return (int)(a->prio_seq - b->prio_seq) < 0; /* the older first, across wrap-around */
+}
+
+static void prio_up(tlg_task **h, size_t i)
+{
+    while (i && prio_before(h[i], h[(i - 1) / 2])) {
+        tlg_task *x = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = x;
+        i = (i - 1) / 2;
+    }
+}
+
+static void prio_down(tlg_task **h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && prio_before(h[l], h[m]))
+            m = l;
+        if (r < n && prio_before(h[r], h[m]))
+            m = r;
+        if (m == i)
+            return;
+        tlg_task *x = h[i];
+        h[i] = h[m];
+        h[m] = x;
+        i = m;
+    }
+}
+
+/* The heap is made by the first task with a priority of a team that
+ * never had one: under the orphan lock, which guards nothing else then. */
+static struct tlg_prio *prio_of(tlg_team *team)
+{
+    struct tlg_prio *q = atomic_load_explicit(&team->prio, ACQ);
+    if (q)
+        return q;
+    spin_lock(&team->orphan_lock);
+    q = atomic_load_explicit(&team->prio, RLX);
+    if (!q) {
+        q = calloc(1, sizeof *q);
+        if (!q)
+            tlg_fatal("out of memory for a task queue");
+        atomic_store_explicit(&team->prio, q, REL);
+    }
+    spin_unlock(&team->orphan_lock);
+    return q;
+}
+
+static void prio_push(tlg_team *team, tlg_task *t)
+{
+    struct tlg_prio *q = prio_of(team);
+    spin_lock(&q->lock);
+    if (q->n == q->cap)
+        q->heap = grow_tasks(q->heap, &q->cap, 64, "a task queue");
+    t->prio_seq = q->seq++;
+    q->heap[q->n++] = t;
+    prio_up(q->heap, q->n - 1);
+    atomic_fetch_add_explicit(&team->prio_queued, 1, RLX);
+    spin_unlock(&q->lock);
+}
+
+static int descends(const tlg_task *t, const tlg_task *ancestor);
+
+/* The first queued task with a priority (with ancestor: the first of its
+ * descendants), removed; NULL if none. */
+static tlg_task *prio_take(tlg_team *team, tlg_task *ancestor)
+{
+    struct tlg_prio *q = atomic_load_explicit(&team->prio, ACQ);
+    if (!q)
+        return NULL;
+    spin_lock(&q->lock);
+    size_t best = q->n;
+    if (q->n && (!ancestor || descends(q->heap[0], ancestor)))
+        best = 0;
+    else
+        for (size_t i = 0; i < q->n; i++)
+            if (descends(q->heap[i], ancestor) && (best == q->n || prio_before(q->heap[i], q->heap[best])))
+                best = i;
+    tlg_task *t = NULL;
+    if (best < q->n) {
+        t = q->heap[best];
+        q->heap[best] = q->heap[--q->n];
+        if (best < q->n) {
+            prio_down(q->heap, q->n, best);
+            prio_up(q->heap, best);
+        }
+        atomic_fetch_sub_explicit(&team->prio_queued, 1, RLX);
+    }
+    spin_unlock(&q->lock);
+    return t;
+}
+
 /* ---- queues and running ------------------------------------------------------------ */
 
 static void queue_task(tlg_thread *thr, tlg_task *t)
 {
     tlg_team *team = t->team;
-    if (thr->team == team) {
+    if (t->priority > 0) {
+        prio_push(team, t);
+    } else if (thr->team == team) {
         tl_ult_deque_push(thr->tq, t);
     } else {
         /* made ready by a thread of another team (omp_fulfill_event) */
@@ -527,7 +659,7 @@ int tlg_task_queued(tlg_team *team)
      * tasks (a barrier's waiters) reads one word */
     if (!atomic_load_explicit(&team->tasks_seen, RLX))
         return 0;
-    if (atomic_load_explicit(&team->orphans, RLX))
+    if (atomic_load_explicit(&team->orphans, RLX) || atomic_load_explicit(&team->prio_queued, RLX))
         return 1;
     for (unsigned k = 0; k < team->nthreads; k++)
         if (tl_ult_deque_size(team->threads[k]->tq) > 0)
@@ -625,7 +757,11 @@ int tlg_task_run_one(tlg_thread *thr, tlg_task *ancestor)
     tlg_team *team = thr->team;
     if (!team || !atomic_load_explicit(&team->tasks_seen, RLX))
         return 0;
-    tlg_task *t = tl_ult_deque_holds(thr->tq, 1) ? tl_ult_deque_take(thr->tq) : NULL;
+    tlg_task *t = NULL;
+    if (atomic_load_explicit(&team->prio_queued, RLX))
+        t = prio_take(team, ancestor);
+    if (!t && tl_ult_deque_holds(thr->tq, 1))
+        t = tl_ult_deque_take(thr->tq);
     if (t && ancestor && !descends(t, ancestor)) {
         tl_ult_deque_push(thr->tq, t);
         t = NULL;
@@ -772,6 +908,7 @@ static void task_init_common(tlg_task *t, tlg_thread *thr, tlg_task *parent, uns
     t->icv = parent->icv;
     t->final = parent->final || (flags & TLG_TASK_FINAL);
     t->deferred = 0;
+    t->priority = 0;
     child_ref(parent); /* parent stays while t exists */
 }
 
@@ -993,9 +1130,18 @@ static void run_inline(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)(voi
 }
 
 /* GOMP_task but its fast path. */
+/* A task's priority as libgomp takes it: the clause's, when given, at
+ * most max-task-priority-var. */
+static int task_priority(unsigned flags, int priority)
+{
+    if (!(flags & TLG_TASK_PRIORITY) || priority <= 0)
+        return 0;
+    return priority < tlg_env_v.max_task_priority ? priority : tlg_env_v.max_task_priority;
+}
+
 __attribute__((noinline)) static void task_general(tlg_fn fn, void *data, void (*cpyfn)(void *, void *),
                                                    long arg_size, long arg_align, bool if_clause, unsigned flags,
-                                                   void **depend, void *detach)
+                                                   void **depend, int priority, void *detach)
 {
     tlg_thread *thr = tlg_self();
     if (arg_align < 1)
@@ -1010,13 +1156,14 @@ __attribute__((noinline)) static void task_general(tlg_fn fn, void *data, void (
             run_undeferred(thr, fn, data, cpyfn, arg_size, arg_align, flags, depend, detach, NULL);
         return;
     }
-    submit(thr, make_deferred(thr, fn, data, cpyfn, arg_size, arg_align, flags, depend, detach));
+    tlg_task *t = make_deferred(thr, fn, data, cpyfn, arg_size, arg_align, flags, depend, detach);
+    t->priority = task_priority(flags, priority);
+    submit(thr, t);
 }
 
 TLG_EXPORT void GOMP_task(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
                           bool if_clause, unsigned flags, void **depend, int priority, void *detach)
 {
-    (void)priority;
     /* the fast path: a task without copy function, dependences or detach
      * run at once (undeferred, or past the cutoff with credit left), in
      * identity mode: a TLS load, a few loads and stores, and a tail call
@@ -1028,7 +1175,7 @@ TLG_EXPORT void GOMP_task(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), 
         run_inline(thr, fn, data, NULL, 1, flags);
         return;
     }
-    task_general(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, detach);
+    task_general(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
 }
 
 TLG_EXPORT void GOMP_taskwait(void)
@@ -1293,7 +1440,8 @@ static unsigned long split(tlg_ull n, unsigned flags, unsigned long num, unsigne
 }
 
 static void taskloop(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
-                     unsigned flags, unsigned long num_tasks, tlg_ull n, int ull, tlg_ull start, tlg_ull step)
+                     unsigned flags, unsigned long num_tasks, int priority, tlg_ull n, int ull, tlg_ull start,
+                     tlg_ull step)
 {
     tlg_thread *thr = tlg_self();
     if (arg_align < 1)
@@ -1320,6 +1468,7 @@ static void taskloop(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long 
             run_undeferred(thr, fn, data, cpyfn, arg_size, arg_align, tflags, NULL, NULL, &r);
         } else {
             tlg_task *t = make_deferred(thr, fn, data, cpyfn, arg_size, arg_align, tflags, NULL, NULL);
+            t->priority = task_priority(flags, priority);
             put_range(t->data, &r);
             submit(thr, t);
         }
@@ -1333,24 +1482,22 @@ static void taskloop(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long 
 TLG_EXPORT void GOMP_taskloop(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
                               unsigned flags, unsigned long num_tasks, int priority, long start, long end, long step)
 {
-    (void)priority;
     tlg_ull n = 0;
     if (step > 0 && start < end)
         n = ((tlg_ull)end - (tlg_ull)start + (tlg_ull)step - 1) / (tlg_ull)step;
     else if (step < 0 && start > end)
         n = ((tlg_ull)start - (tlg_ull)end + (tlg_ull)(-step) - 1) / (tlg_ull)(-step);
-    taskloop(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, n, 0, (tlg_ull)start, (tlg_ull)step);
+    taskloop(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, priority, n, 0, (tlg_ull)start, (tlg_ull)step);
 }
 
 TLG_EXPORT void GOMP_taskloop_ull(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size,
                                   long arg_align, unsigned flags, unsigned long num_tasks, int priority,
                                   tlg_ull start, tlg_ull end, tlg_ull step)
 {
-    (void)priority;
     tlg_ull n = 0;
     if ((flags & TLG_TASK_UP) && start < end)
         n = (end - start + step - 1) / step;
     else if (!(flags & TLG_TASK_UP) && start > end)
         n = (start - end + (-step) - 1) / (-step);
-    taskloop(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, n, 1, start, step);
+    taskloop(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, priority, n, 1, start, step);
 }

@@ -50,6 +50,15 @@ static struct {
     unsigned ntop;
     tl_ult_identity **pool;   /* free identities for nested teams */
     unsigned npool, pool_cap;
+    /* omp_pause_resource retires the identities (tlg_pause): the
+     * generation of top[], bumped then; the top-level teams wearing
+     * top[] now (a pause retires nothing while one runs); the retired
+     * identities a VP still wore, destroyed when it no longer does */
+    _Atomic unsigned top_gen;
+    _Atomic unsigned top_active;
+    tl_ult_identity **retired;
+    _Atomic unsigned nretired;
+    unsigned retired_cap;
     _Atomic unsigned busy;    /* OpenMP threads of the initial group (thread-limit-var) */
 } rt = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = 1};
 
@@ -194,7 +203,7 @@ static tl_ult_identity *new_identity(void)
     return id;
 }
 
-static tl_ult_identity *top_identity(unsigned k)
+static tl_ult_identity *top_identity(unsigned k, unsigned *gen)
 {
     pthread_mutex_lock(&rt.lock);
     if (k >= rt.ntop) {
@@ -209,17 +218,76 @@ static tl_ult_identity *top_identity(unsigned k)
     if (!rt.top[k])
         rt.top[k] = new_identity();
     tl_ult_identity *id = rt.top[k];
+    *gen = atomic_load_explicit(&rt.top_gen, RLX); /* written under the lock */
     pthread_mutex_unlock(&rt.lock);
     return id;
 }
 
 /* Identity k of the top level for a member of a cached team: looked up
- * (under the lock) once per member, not per region. */
+ * (under the lock) once per member and generation, not per region. The
+ * caller counted its team in top_active first: with the pause's order
+ * (bump the generation, then read top_active), either the pause sees the
+ * team and retires nothing, or the team sees the new generation. */
 static tl_ult_identity *cached_top_identity(tlg_thread *m, unsigned k)
 {
-    if (!m->top_identity)
-        m->top_identity = top_identity(k);
+    if (!m->top_identity || m->top_gen != atomic_load_explicit(&rt.top_gen, SEQ))
+        m->top_identity = top_identity(k, &m->top_gen);
     return m->top_identity;
+}
+
+/* Destroys the retired identities no VP wears any more (under the lock). */
+static void retired_sweep(void)
+{
+    unsigned n = atomic_load_explicit(&rt.nretired, RLX), kept = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (tl_ult_identity_try_destroy(rt.retired[i]) != 0)
+            rt.retired[kept++] = rt.retired[i];
+    atomic_store_explicit(&rt.nretired, kept, RLX);
+}
+
+/* A list of identities (n of them) with room for one more. */
+static tl_ult_identity **ids_room(tl_ult_identity **ids, unsigned n, unsigned *cap)
+{
+    if (n < *cap)
+        return ids;
+    unsigned c = *cap ? 2 * *cap : 16;
+    tl_ult_identity **g = realloc(ids, c * sizeof *g);
+    if (!g)
+        tlg_fatal("out of memory");
+    *cap = c;
+    return g;
+}
+
+static void retire(tl_ult_identity *id)
+{
+    unsigned n = atomic_load_explicit(&rt.nretired, RLX);
+    rt.retired = ids_room(rt.retired, n, &rt.retired_cap);
+    rt.retired[n] = id;
+    atomic_store_explicit(&rt.nretired, n + 1, RLX);
+}
+
+int tlg_pause(void)
+{
+    if (tlg_self()->level > 0)
+        return -1; /* in a region: its threads are in use */
+    if (!tlg_ult_ready() || tlg_env_v.tls_mode != TLG_TLS_IDENTITY)
+        return 0;
+    pthread_mutex_lock(&rt.lock);
+    atomic_fetch_add_explicit(&rt.top_gen, 1, SEQ);
+    if (atomic_load_explicit(&rt.top_active, SEQ) == 0) {
+        for (unsigned k = 0; k < rt.ntop; k++)
+            if (rt.top[k]) {
+                retire(rt.top[k]);
+                rt.top[k] = NULL;
+            }
+        /* the pool holds only identities no team uses */
+        for (unsigned i = 0; i < rt.npool; i++)
+            retire(rt.pool[i]);
+        rt.npool = 0;
+    }
+    retired_sweep();
+    pthread_mutex_unlock(&rt.lock);
+    return 0;
 }
 
 static tl_ult_identity *pool_get(void)
@@ -233,14 +301,7 @@ static tl_ult_identity *pool_get(void)
 static void pool_put(tl_ult_identity *id)
 {
     pthread_mutex_lock(&rt.lock);
-    if (rt.npool == rt.pool_cap) {
-        unsigned n = rt.pool_cap ? 2 * rt.pool_cap : 16;
-        tl_ult_identity **g = realloc(rt.pool, n * sizeof *g);
-        if (!g)
-            tlg_fatal("out of memory");
-        rt.pool = g;
-        rt.pool_cap = n;
-    }
+    rt.pool = ids_room(rt.pool, rt.npool, &rt.pool_cap);
     rt.pool[rt.npool++] = id;
     pthread_mutex_unlock(&rt.lock);
 }
@@ -313,6 +374,7 @@ static tlg_team *team_get(tlg_thread *thr, unsigned n)
     if (team) {
         for (unsigned k = 0; k < team->cap; k++)
             tlg_task_thread_fini(member(team, k));
+        tlg_task_team_fini(team);
         free(team);
     }
     unsigned cap = n < 4 ? 4 : n;
@@ -363,12 +425,33 @@ static void member_init(tlg_team *team, tlg_thread *m)
     m->prev = NULL;
 }
 
+/* OMP_DISPLAY_AFFINITY: a thread starting its part of a region shows
+ * its affinity (affinity-format-var) when it has not shown it yet in this
+ * team's thread state or when what the format can show changed (level,
+ * number, team size, place), as libgomp does for its threads. Called once
+ * the thread is current (the fields are the caller's). */
+static void show_affinity(tlg_thread *m)
+{
+    if (TLG_LIKELY(!tlg_env_v.display_affinity))
+        return;
+    int place = omp_get_place_num();
+    if (m->shown_n == m->team->nthreads && m->shown_level == m->level && m->shown_id == m->id &&
+        m->shown_place == place)
+        return;
+    m->shown_n = m->team->nthreads;
+    m->shown_level = m->level;
+    m->shown_id = m->id;
+    m->shown_place = place;
+    tlg_print_affinity(tlg_env_v.affinity_format);
+}
+
 static void *worker_main(void *p)
 {
     tlg_thread *me = p;
     set_current(me);
     tlg_team *team = me->team;
     member_init(team, me);
+    show_affinity(me);
     team->fn(team->data);
     worker_end(me, 1);
     return NULL;
@@ -427,9 +510,22 @@ static void region_start(struct region *r)
      * LU's pipeline): more of them than VPs need time slices */
     if (n > 1)
         tl_ult_peers_add((int)n);
-    if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY)
+    if (TLG_UNLIKELY(tlg_env_v.display_affinity))
+        for (unsigned k = n; k < team->cap; k++)
+            member(team, k)->shown_n = 0; /* out of this region: shown again when back, as libgomp's idle threads */
+    show_affinity(member(team, 0));
+    if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY) {
+        if (team->level == 1) {
+            atomic_fetch_add_explicit(&rt.top_active, 1, SEQ);
+            if (TLG_UNLIKELY(atomic_load_explicit(&rt.nretired, RLX))) {
+                pthread_mutex_lock(&rt.lock);
+                retired_sweep();
+                pthread_mutex_unlock(&rt.lock);
+            }
+        }
         for (unsigned k = 1; k < n; k++)
             member(team, k)->identity = team->level == 1 ? cached_top_identity(member(team, k), k) : pool_get();
+    }
 }
 
 /* Thread k of the team as a ULT: first placed on VP (master's + k) mod
@@ -579,6 +675,8 @@ static void region_end(struct region *r)
         for (unsigned k = 1; k < n; k++)
             if (member(team, k)->identity)
                 pool_put(member(team, k)->identity);
+    if (team->level == 1 && n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY)
+        atomic_fetch_sub_explicit(&rt.top_active, 1, REL);
     if (team->par_taskgroup) {
         free(team->par_taskgroup);
         team->par_taskgroup = NULL;
@@ -626,6 +724,7 @@ static void *claimed_part(void *p)
     tlg_thread *m = p;
     set_current(m);
     member_init(m->team, m);
+    show_affinity(m);
     m->team->fn(m->team->data);
     worker_end(m, 0);
     return NULL;
@@ -657,6 +756,7 @@ static void wd_part(unsigned id, unsigned nparts, void *p)
     tl_ult_wear(m->identity);
     tlg_tls_cur = m; /* in the worn TLS: this VP context is thread id now */
     member_init(team, m);
+    show_affinity(m);
     team->fn(team->data);
     worker_end(m, 0);
     tlg_tls_cur = NULL;

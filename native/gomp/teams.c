@@ -15,8 +15,13 @@ TLG_EXPORT void GOMP_teams_reg(tlg_fn fn, void *data, unsigned num_teams, unsign
     tlg_thread *thr = tlg_self();
     tlg_icv *icv = &thr->task->icv;
     unsigned saved_limit = icv->thread_limit;
+    /* without the clauses: teams-thread-limit-var and nteams-var, when
+     * set (OMP_TEAMS_THREAD_LIMIT, OMP_NUM_TEAMS or their omp_set_*),
+     * else no limit of the team's own and libgomp's 3 teams */
+    if (!thread_limit)
+        thread_limit = (unsigned)omp_get_teams_thread_limit();
     if (thread_limit)
-        icv->thread_limit = thread_limit;
+        icv->thread_limit = thread_limit > INT_MAX ? INT_MAX : thread_limit;
     if (num_teams == 0)
         num_teams = omp_get_max_teams() > 0 ? (unsigned)omp_get_max_teams() : 3;
     thr->num_teams = num_teams;

@@ -236,6 +236,7 @@ static void *wearer_b(void *p)
 {
     (void)p;
     ACHECK(tv == 77); /* the identity's TLS, as A left it */
+    ACHECK(tl_ult_identity_try_destroy(shared_id) == EBUSY); /* worn: by this very ULT */
     atomic_store(&b_ran, 1);
     return NULL;
 }
@@ -266,7 +267,7 @@ static void test_handover(void)
     CHECK(tl_ult_join(tb, NULL) == 0);
     CHECK(atomic_load(&b_ran) == 1);
     CHECK(tl_ult_finalize() == 0);
-    tl_ult_identity_destroy(shared_id);
+    CHECK(tl_ult_identity_try_destroy(shared_id) == 0); /* no VP left to wear it */
 }
 
 /* ---- run_as_self ----------------------------------------------------------- */

@@ -174,16 +174,33 @@ int tl_ult_identity_create(tl_ult_identity **out)
 #endif
 }
 
+/* The donor's end, once the caller holds the block (worn). */
+static void donor_end(tl_ult_identity *id)
+{
+    atomic_store_explicit(&id->quit, 1, REL);
+    tlu_futex_wake(&id->quit, 1);
+    pthread_join(id->thread, NULL);
+    free(id);
+}
+
 void tl_ult_identity_destroy(tl_ult_identity *id)
 {
     if (!id || !id->donor)
         return;
     if (atomic_exchange_explicit(&id->worn, 1, ACQ))
         tlu_die("threadlab-ult: tl_ult_identity_destroy: the identity is being worn");
-    atomic_store_explicit(&id->quit, 1, REL);
-    tlu_futex_wake(&id->quit, 1);
-    pthread_join(id->thread, NULL);
-    free(id);
+    donor_end(id);
+}
+
+int tl_ult_identity_try_destroy(tl_ult_identity *id)
+{
+    if (!id || !id->donor)
+        return 0;
+    uint32_t unworn = 0;
+    if (!atomic_compare_exchange_strong_explicit(&id->worn, &unworn, 1, ACQ, RLX))
+        return EBUSY;
+    donor_end(id);
+    return 0;
 }
 
 /* ---- run_as_self -------------------------------------------------------- */

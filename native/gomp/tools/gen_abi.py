@@ -37,8 +37,6 @@ REASONS = [
     (r"^GOMP_PLUGIN_", "offload plugins"),
     (r"^(GOMP_target|GOMP_offload|GOMP_teams$|GOMP_teams4$|omp_target_)", "devices (target constructs); only the host exists here"),
     (r"doacross", "doacross loops: ordered(n) with depend(sink/source)"),
-    (r"allocator.*_$", "the Fortran allocator routines"),
-    (r"affinity.*_$", "the Fortran affinity-format routines"),
 ]
 
 

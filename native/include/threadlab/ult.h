@@ -230,6 +230,12 @@ int tl_ult_identity_supported(void);
 int tl_ult_identity_create(tl_ult_identity **id);
 /* Ends the donor. No ULT may wear it or be created with it any more. */
 void tl_ult_identity_destroy(tl_ult_identity *id);
+/* tl_ult_identity_destroy once no VP wears it: EBUSY (and nothing done)
+ * while one does. A VP keeps wearing the identity of the last ULT it ran
+ * until it runs one with another, so an identity whose ULTs have all
+ * ended may stay worn for a while: for a caller that retires identities
+ * no new ULT will be created with, and tries again later. */
+int tl_ult_identity_try_destroy(tl_ult_identity *id);
 
 /* Runs fn(arg) as a ULT that wears the calling external kernel thread's
  * own TLS, and blocks the caller (a raw futex wait, its TLS untouched)

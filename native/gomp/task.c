@@ -931,6 +931,20 @@ static void put_range(void *arg, const struct range *r)
     }
 }
 
+/* A detached task's event is the task itself. GCC passes the handle two
+ * ways: through `detach` (the variable of the detach clause) and as the
+ * first word of the task's data, which it filled before the call; the
+ * body reads the data's copy, so that word is written before the data
+ * is copied (as libgomp does). `left`: the event, and the body when it
+ * runs deferred. */
+static void detach_event_init(tlg_task *t, int left, void *detach, void *data)
+{
+    atomic_init(&t->detach_left, left);
+    *(void **)detach = t;
+    if (data)
+        *(void **)data = t;
+}
+
 /* Runs a task now, on the caller's stack (its memory is allocated like a
  * deferred task's: children it creates may outlive it). */
 static void run_undeferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size,
@@ -944,10 +958,8 @@ static void run_undeferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)
     task_init_common(t, thr, parent, flags);
     parent = t->parent; /* moved if it was on the stack */
     thr->inline_depth++;
-    if (flags & TLG_TASK_DETACH) {
-        atomic_init(&t->detach_left, 1);
-        *(void **)detach = t;
-    }
+    if (flags & TLG_TASK_DETACH)
+        detach_event_init(t, 1, detach, data);
     thr->task = t;
     if (cpyfn) {
         char *arg = (char *)(((uintptr_t)(t + 1) + (uintptr_t)arg_align - 1) & ~((uintptr_t)arg_align - 1));
@@ -958,10 +970,14 @@ static void run_undeferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)
         put_range(data, r);
         fn(data);
     }
-    if (atomic_load_explicit(&t->detach_left, ACQ)) {
-        /* it completes when its event is fulfilled */
-        if (!thr->team)
-            tlg_fatal("a detached task outside any team waits for an event no task can fulfil");
+    if (atomic_load_explicit(&t->detach_left, ACQ) && !thr->team) {
+        /* outside any team only another kernel thread can fulfil it
+         * (omp_fulfill_event wakes the word) */
+        while (atomic_load_explicit(&t->detach_left, ACQ))
+            tlg_wait_word((_Atomic uint32_t *)(void *)&t->detach_left, 1);
+    } else if (atomic_load_explicit(&t->detach_left, ACQ)) {
+        /* it completes when its event is fulfilled; the team's threads
+         * run tasks meanwhile */
         tlg_spin spun = {0};
         for (;;) {
             uint32_t ev = atomic_load_explicit(&thr->team->event, ACQ);
@@ -995,10 +1011,8 @@ static tlg_task *make_deferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cp
     }
     if (nd)
         atomic_init(&t->npred, 1);
-    if (flags & TLG_TASK_DETACH) {
-        atomic_init(&t->detach_left, 2);
-        *(void **)detach = t;
-    }
+    if (flags & TLG_TASK_DETACH)
+        detach_event_init(t, 2, detach, data);
     if (cpyfn) {
         thr->task = t; /* C++ copy constructors run as the task */
         cpyfn(arg, data);
@@ -1245,10 +1259,17 @@ TLG_EXPORT void omp_fulfill_event(omp_event_handle_t event)
 {
     tlg_task *t = (tlg_task *)event;
     if (!t->deferred) {
-        /* an undeferred task: its thread waits for this */
+        /* an undeferred task: its thread waits for this, in its team's
+         * event or, outside any team, on the count itself; once the count
+         * is 0 the task may be gone (a wake touches the parking lot's
+         * bucket, never the word) */
+        tlg_team *team = t->team;
         if (atomic_exchange_explicit(&t->detach_left, 0, ACQREL) == 0)
             tlg_fatal("omp_fulfill_event: event %p fulfilled twice", (void *)t);
-        tlg_team_event(t->team, 1);
+        if (team)
+            tlg_team_event(team, 1);
+        else
+            tl_ult_wake((_Atomic uint32_t *)(void *)&t->detach_left, 1);
         return;
     }
     int left = atomic_fetch_sub_explicit(&t->detach_left, 1, ACQREL);

@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1035,6 +1037,81 @@ static void check_tasks_inline(void)
     EXPECT(in_loop == 16, "tasks in a combined parallel loop: %d of 16", in_loop);
 }
 
+/* The handle of a detach clause as the task's own body sees it: GCC
+ * passes it in the task's data, which the runtime fills in (GCC's
+ * task-detach tests crashed on a runtime that only set the clause's
+ * variable). Deferred, with a copy function (a VLA), undeferred, outside
+ * any region, and fulfilled by a kernel thread that is no OpenMP thread. */
+static omp_event_handle_t detach_handoff;
+static int detach_ready, detach_done;
+
+static void *detach_fulfiller(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&detach_ready, __ATOMIC_ACQUIRE))
+        sched_yield();
+    struct timespec pause = {0, 2000000};
+    nanosleep(&pause, NULL); /* the task's thread is waiting by now, most likely */
+    __atomic_store_n(&detach_done, 1, __ATOMIC_RELAXED);
+    omp_fulfill_event(detach_handoff);
+    return NULL;
+}
+
+static void check_detach_events(void)
+{
+    int x = 0, n = 7, vla_ok = 0, undeferred = 0, alone = 0;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    {
+        omp_event_handle_t ev1, ev2, ev3;
+#pragma omp task detach(ev1) shared(x)
+        {
+            x++;
+            omp_fulfill_event(ev1);
+        }
+        int a[n];
+        for (int i = 0; i < n; i++)
+            a[i] = i + 1;
+#pragma omp task firstprivate(a) detach(ev2) shared(vla_ok)
+        {
+            vla_ok = a[3] == 4 && a[6] == 7;
+            omp_fulfill_event(ev2);
+        }
+#pragma omp task if (0) detach(ev3) shared(undeferred)
+        {
+            undeferred = 1;
+            omp_fulfill_event(ev3);
+        }
+    }
+    EXPECT(x == 1 && vla_ok && undeferred, "detached tasks fulfilling their own events: x %d, VLA %d, undeferred %d",
+           x, vla_ok, undeferred);
+
+    omp_event_handle_t ev4;
+#pragma omp task detach(ev4) shared(alone)
+    {
+        alone = 1;
+        omp_fulfill_event(ev4);
+    }
+    EXPECT(alone == 1, "a detached task outside any region did not run");
+
+    pthread_t th;
+    if (pthread_create(&th, NULL, detach_fulfiller, NULL) != 0) {
+        FAIL("pthread_create");
+        return;
+    }
+    omp_event_handle_t ev5;
+    int seen = -1;
+#pragma omp task detach(ev5)
+    {
+        detach_handoff = ev5;
+        __atomic_store_n(&detach_ready, 1, __ATOMIC_RELEASE);
+    }
+    /* the undeferred task completes only when the other thread fulfilled it */
+    seen = __atomic_load_n(&detach_done, __ATOMIC_RELAXED);
+    pthread_join(th, NULL);
+    EXPECT(seen == 1, "an undeferred detached task outside any region completed before its event");
+}
+
 static void check_detach_taskloop(void)
 {
     int flag = 0, after = 0;
@@ -1340,6 +1417,7 @@ static const struct {
     {"tasks", check_tasks},
     {"dependences", check_dependences},
     {"tasks_inline", check_tasks_inline},
+    {"detach_events", check_detach_events},
     {"detach_taskloop", check_detach_taskloop},
     {"threadprivate", check_threadprivate},
     {"icvs", check_icvs},

@@ -120,9 +120,9 @@ def directives(path):
     return test
 
 
-def run(exe, env, timeout):
+def run(exe, env, timeout, cwd):
     try:
-        r = subprocess.run([exe], capture_output=True, text=True, timeout=timeout, env=env)
+        r = subprocess.run([exe], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
         return r.returncode, r.stderr
     except subprocess.TimeoutExpired:
         return "timeout", ""
@@ -150,8 +150,12 @@ def one(args, root, path):
     env["THREADLAB_RM_ARENA"] = "/threadlab-gcc-testsuite-unserved"  # never join a running manager
     env.pop("LD_PRELOAD", None)
     ok = (lambda rc: rc != 0) if test["shouldfail"] else (lambda rc: rc == 0)
-    g_rc, _ = run(exe, env, args.timeout)
-    u_rc, u_err = run(exe, dict(env, LD_PRELOAD=args.lib), args.timeout)
+    # the files a test writes (Fortran's async I/O tests: tst.dat) in a
+    # directory of its own, not the caller's, nor shared by tests run at once
+    rundir = exe + ".run.d"
+    os.makedirs(rundir, exist_ok=True)
+    g_rc, _ = run(exe, env, args.timeout, rundir)
+    u_rc, u_err = run(exe, dict(env, LD_PRELOAD=args.lib), args.timeout, rundir)
     if not ok(g_rc):
         return name, "libgomp-fail", f"libgomp exit {g_rc}"
     if ok(u_rc):
@@ -175,7 +179,8 @@ def main():
     p.add_argument("--suites", default=",".join(SUITES), help=f"comma-separated, of {', '.join(SUITES)}")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="tests at once (default: the CPUs)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per run (default 60)")
-    p.add_argument("--work", help="where to unpack and compile (default: a new private directory)")
+    p.add_argument("--work", help="where to unpack, compile and run, kept afterwards (default: a new private "
+                   "directory, removed at the end)")
     p.add_argument("--verbose", action="store_true", help="a line for every test, passes too")
     p.add_argument("filters", nargs="*", metavar="FILTER", help="only tests whose path contains one of these")
     args = p.parse_args()
@@ -197,8 +202,18 @@ def main():
         die(f"--lib {args.lib}: no such file (build it with `make build`)")
     if not args.source:
         die(f"no GCC sources: install them (apt-get install gcc-{major}-source) or give --source")
-    args.work = args.work or tempfile.mkdtemp(prefix="threadlab-gcc-testsuite-")
-    os.makedirs(os.path.join(args.work, "bin"), exist_ok=True)
+    if args.work:
+        os.makedirs(os.path.join(args.work, "bin"), exist_ok=True)
+        return suite_run(args, suites)
+    args.work = tempfile.mkdtemp(prefix="threadlab-gcc-testsuite-")
+    try:
+        os.makedirs(os.path.join(args.work, "bin"))
+        return suite_run(args, suites)
+    finally:
+        shutil.rmtree(args.work, ignore_errors=True)
+
+
+def suite_run(args, suites):
     root = unpack(args.source, args.work)
     files = sorted(f for s in suites for f in glob.glob(os.path.join(root, "testsuite", s, "*"))
                    if f.endswith(SOURCE_EXT) and (not args.filters or any(x in f for x in args.filters)))

@@ -109,6 +109,23 @@ bool GOMP_loop_ull_ordered_runtime_next(tlg_ull_t *, tlg_ull_t *);
 void GOMP_ordered_start(void);
 void GOMP_ordered_end(void);
 
+/* doacross.c */
+bool GOMP_loop_doacross_static_start(unsigned, long *, long, long *, long *);
+bool GOMP_loop_doacross_dynamic_start(unsigned, long *, long, long *, long *);
+bool GOMP_loop_doacross_guided_start(unsigned, long *, long, long *, long *);
+bool GOMP_loop_doacross_runtime_start(unsigned, long *, long *, long *);
+bool GOMP_loop_doacross_start(unsigned, long *, long, long, long *, long *, uintptr_t *, void **);
+bool GOMP_loop_ull_doacross_static_start(unsigned, tlg_ull_t *, tlg_ull_t, tlg_ull_t *, tlg_ull_t *);
+bool GOMP_loop_ull_doacross_dynamic_start(unsigned, tlg_ull_t *, tlg_ull_t, tlg_ull_t *, tlg_ull_t *);
+bool GOMP_loop_ull_doacross_guided_start(unsigned, tlg_ull_t *, tlg_ull_t, tlg_ull_t *, tlg_ull_t *);
+bool GOMP_loop_ull_doacross_runtime_start(unsigned, tlg_ull_t *, tlg_ull_t *, tlg_ull_t *);
+bool GOMP_loop_ull_doacross_start(unsigned, tlg_ull_t *, long, tlg_ull_t, tlg_ull_t *, tlg_ull_t *, uintptr_t *,
+                                  void **);
+void GOMP_doacross_post(long *);
+void GOMP_doacross_wait(long, ...);
+void GOMP_doacross_ull_post(tlg_ull_t *);
+void GOMP_doacross_ull_wait(tlg_ull_t, ...);
+
 /* parallel.c */
 void GOMP_parallel_start(tlg_abi_fn, void *, unsigned);
 void GOMP_parallel_end(void);

@@ -116,7 +116,10 @@ void tlg_team_event(tlg_team *team, int all)
         tl_ult_wake(&team->event, all ? INT_MAX : 1);
 }
 
-void tlg_wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *ancestor)
+/* tlg_wait_step, and for tlg_wait_until a condition looked at again once
+ * the waiter counted itself parked (done: NULL for none). */
+static void wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *ancestor,
+                      int (*done)(const void *), const void *arg)
 {
     if (tlg_task_run_one(thr, ancestor)) {
         *spin = (tlg_spin){0};
@@ -137,15 +140,45 @@ void tlg_wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *anc
      * asymmetric pair (a membarrier), so that each queued task costs its
      * creator no fence */
     atomic_fetch_add_explicit(&team->nparked, 1, SEQ);
-    int park = !atomic_load_explicit(&team->tasks_seen, SEQ);
-    if (!park) {
+    int fenced = atomic_load_explicit(&team->tasks_seen, SEQ), park = 1;
+    if (fenced) {
         tl_ult_fence_sleeper();
         park = !tlg_task_queued(team);
+    }
+    if (park && done) {
+        /* the same pair with tlg_team_signal, after the change done()
+         * looks for */
+        if (!fenced)
+            tl_ult_fence_sleeper();
+        park = !done(arg);
     }
     if (park)
         tl_ult_wait(&team->event, seen);
     atomic_fetch_sub_explicit(&team->nparked, 1, RLX);
     *spin = (tlg_spin){0};
+}
+
+void tlg_wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *ancestor)
+{
+    wait_step(thr, seen, spin, ancestor, NULL, NULL);
+}
+
+void tlg_wait_until(tlg_thread *thr, int (*done)(const void *), const void *arg)
+{
+    tlg_spin spun = {0};
+    for (;;) {
+        uint32_t ev = atomic_load_explicit(&thr->team->event, ACQ);
+        if (done(arg))
+            return;
+        wait_step(thr, ev, &spun, NULL, done, arg);
+    }
+}
+
+void tlg_team_signal(tlg_team *team)
+{
+    tl_ult_fence_publisher();
+    if (team && atomic_load_explicit(&team->nparked, RLX))
+        tlg_team_event(team, 1);
 }
 
 #define TLG_BAR_FANIN 4

@@ -170,6 +170,7 @@ typedef struct tlg_ws {
     void *copyprivate;        /* single copyprivate */
     uintptr_t *task_reductions;
     void *mem;                /* GOMP_loop_start/sections2_start mem */
+    struct tlg_doacross *doacross; /* a doacross loop's progress (doacross.c) */
     size_t mem_size;
     /* Written by every chunk or section taken: a line of its own, so that
      * taking one does not take the fields above (read at every chunk) from
@@ -442,6 +443,12 @@ typedef struct {
  * a task if one can run, else spins or parks on the team's event word
  * (seen before the condition was checked). */
 void tlg_wait_step(tlg_thread *thr, uint32_t seen_event, tlg_spin *spin, tlg_task *ancestor);
+/* Waits, as tlg_wait_step does, until done(arg) holds: a condition another
+ * thread of the team makes true, then announces with tlg_team_signal. */
+void tlg_wait_until(tlg_thread *thr, int (*done)(const void *), const void *arg);
+/* After a change that tlg_wait_until's waiters may wait for: wakes them if
+ * any parked (team may be NULL: nobody waits). */
+void tlg_team_signal(tlg_team *team);
 
 /* ---- work shares (work.c) ----------------------------------------------- */
 
@@ -474,6 +481,11 @@ int tlg_iter_next_ull(tlg_thread *thr, tlg_ull *s, tlg_ull *e);
 int tlg_runtime_sched(long *chunk);
 /* GOMP_loop_start's sched argument resolved. */
 int tlg_adjust_sched(long sched, long *chunk);
+
+/* ---- doacross loops (doacross.c) -------------------------------------------- */
+
+/* Frees a work share's doacross state (its slot is reused, or the team ended). */
+void tlg_doacross_free(tlg_ws *ws);
 
 /* ---- ordered (ordered.c) --------------------------------------------------- */
 

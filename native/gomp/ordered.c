@@ -10,8 +10,7 @@
  * chunk, so a thread runs the ordered regions of all the iterations of its
  * chunk in one turn.
  *
- * Doacross loops (ordered(n) with depend(sink/source)) are not
- * implemented: their entries fail with a message (unsupported.c).
+ * Doacross loops (ordered(n) with depend(sink/source)) are doacross.c's.
  */
 #define _GNU_SOURCE
 #include "gomp.h"

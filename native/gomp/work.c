@@ -33,6 +33,7 @@ void tlg_ws_reset(tlg_team *team)
         free(ws->mem); /* nobody uses the slot: the team has ended */
         ws->mem = NULL;
         ws->mem_size = 0;
+        tlg_doacross_free(ws);
     }
 }
 
@@ -62,6 +63,7 @@ int tlg_ws_start(tlg_thread *thr)
         thr->ws = thr->solo;
         free(thr->solo->mem);
         thr->solo->mem = NULL;
+        tlg_doacross_free(thr->solo);
         ws_clear(thr->solo);
         atomic_store_explicit(&thr->solo->left, 1, RLX);
         return 1;
@@ -81,6 +83,7 @@ int tlg_ws_start(tlg_thread *thr)
                 free(ws->mem);
                 ws->mem = NULL;
                 ws->mem_size = 0;
+                tlg_doacross_free(ws);
                 ws_clear(ws);
                 atomic_store_explicit(&ws->left, team->nthreads, RLX);
                 return 1;

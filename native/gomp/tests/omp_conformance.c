@@ -386,6 +386,102 @@ static void check_ordered(void)
     EXPECT(bad == 0, "ordered ull: %d out of order", bad);
 }
 
+/* Doacross loops (ordered(n) with depend(sink/source)): a wavefront whose
+ * every cell needs the one above it (often another thread's) and the one
+ * to its left, under every schedule and with an unsigned long long loop;
+ * the early rows are slowed down, so that a runtime whose waits do not
+ * wait reads cells not written yet. */
+#define DA_ROWS 40
+#define DA_COLS 24
+static long da_grid[DA_ROWS][DA_COLS];
+
+static long da_cell(long up, long left, long i, long j)
+{
+    return (up * 31 + left * 17 + i * 7 + j) % 1000003;
+}
+
+static void da_slow(long i)
+{
+    if (i < DA_ROWS / 2)
+        for (volatile int k = 0; k < 20000; k++)
+            ;
+}
+
+static int da_check(const char *what)
+{
+    long want[DA_ROWS][DA_COLS];
+    for (long i = 0; i < DA_ROWS; i++)
+        for (long j = 0; j < DA_COLS; j++)
+            want[i][j] = da_cell(i ? want[i - 1][j] : 1, j ? want[i][j - 1] : 1, i, j);
+    for (long i = 0; i < DA_ROWS; i++)
+        for (long j = 0; j < DA_COLS; j++)
+            if (da_grid[i][j] != want[i][j]) {
+                FAIL("doacross %s: cell (%ld, %ld) holds %ld, %ld expected", what, i, j, da_grid[i][j],
+                     want[i][j]);
+                return 0;
+            }
+    return 1;
+}
+
+static void check_doacross(void)
+{
+    static const struct {
+        omp_sched_t kind;
+        int chunk;
+        const char *name;
+    } scheds[] = {{omp_sched_static, 0, "static"},
+                  {omp_sched_static, 3, "static,3"},
+                  {omp_sched_dynamic, 2, "dynamic,2"},
+                  {omp_sched_guided, 1, "guided"}};
+    omp_sched_t saved_kind;
+    int saved_chunk;
+    omp_get_schedule(&saved_kind, &saved_chunk);
+    for (size_t k = 0; k < sizeof scheds / sizeof scheds[0]; k++) {
+        memset(da_grid, 0, sizeof da_grid);
+        omp_set_schedule(scheds[k].kind, scheds[k].chunk);
+#pragma omp parallel for ordered(2) schedule(runtime)
+        for (long i = 0; i < DA_ROWS; i++)
+            for (long j = 0; j < DA_COLS; j++) {
+                da_slow(i);
+#pragma omp ordered depend(sink : i - 1, j) depend(sink : i, j - 1)
+                da_grid[i][j] = da_cell(i ? da_grid[i - 1][j] : 1, j ? da_grid[i][j - 1] : 1, i, j);
+#pragma omp ordered depend(source)
+            }
+        da_check(scheds[k].name);
+    }
+    omp_set_schedule(saved_kind, saved_chunk);
+
+    /* bounds past LONG_MAX, known only when it runs: GCC counts the loop in
+     * unsigned long long (the GOMP_loop_ull_doacross and GOMP_doacross_ull
+     * entries); the rows start at 1, since a sink at i - 1 for i = 0 wraps
+     * and libgomp itself then waits for ever */
+    memset(da_grid, 0, sizeof da_grid);
+    unsigned long long base = (unsigned long long)env_int("THREADLAB_NO_SUCH_VARIABLE", 1) << 63;
+    unsigned long long lo = base + 1, hi = base + DA_ROWS;
+#pragma omp parallel for ordered(2) schedule(static, 1)
+    for (unsigned long long i = lo; i <= hi; i++)
+        for (unsigned long long j = 1; j <= DA_COLS; j++) {
+            long r = (long)(i - lo), c = (long)j - 1;
+            da_slow(r);
+#pragma omp ordered depend(sink : i - 1, j) depend(sink : i, j - 1)
+            da_grid[r][c] = da_cell(r ? da_grid[r - 1][c] : 1, c ? da_grid[r][c - 1] : 1, r, c);
+#pragma omp ordered depend(source)
+        }
+    da_check("unsigned long long, static,1");
+
+    /* ordered(1): a chain through the whole loop, each iteration after the
+     * one before */
+    long chain[200] = {0};
+#pragma omp parallel for ordered(1) schedule(dynamic)
+    for (int i = 0; i < 200; i++) {
+        da_slow(i);
+#pragma omp ordered depend(sink : i - 1)
+        chain[i] = i ? chain[i - 1] + i : 0;
+#pragma omp ordered depend(source)
+    }
+    EXPECT(chain[199] == 199L * 200 / 2, "doacross chain: %ld, %ld expected", chain[199], 199L * 200 / 2);
+}
+
 static void check_sections(void)
 {
     int a = 0, b = 0, c = 0, d = 0, last = -1;
@@ -1408,6 +1504,7 @@ static const struct {
     {"nested", check_nested},
     {"loops", check_loops},
     {"ordered", check_ordered},
+    {"doacross", check_doacross},
     {"sections", check_sections},
     {"single_master", check_single_master},
     {"sync", check_sync},

@@ -169,6 +169,18 @@ void GOMP_scope_start(uintptr_t *);
 /* teams.c */
 void GOMP_teams_reg(tlg_abi_fn, void *, unsigned, unsigned, unsigned);
 
+/* target.c */
+void GOMP_target_ext(int, tlg_abi_fn, size_t, void **, size_t *, unsigned short *, unsigned, void **, void **);
+void GOMP_target(int, tlg_abi_fn, const void *, size_t, void **, size_t *, unsigned char *);
+void GOMP_target_data_ext(int, size_t, void **, size_t *, unsigned short *);
+void GOMP_target_data(int, const void *, size_t, void **, size_t *, unsigned char *);
+void GOMP_target_end_data(void);
+void GOMP_target_update_ext(int, size_t, void **, size_t *, unsigned short *, unsigned, void **);
+void GOMP_target_update(int, const void *, size_t, void **, size_t *, unsigned char *);
+void GOMP_target_enter_exit_data(int, size_t, void **, size_t *, unsigned short *, unsigned, void **);
+bool GOMP_teams4(unsigned, unsigned, unsigned, bool);
+void GOMP_teams(unsigned, unsigned);
+
 /* alloc.c */
 void *GOMP_alloc(size_t, size_t, uintptr_t);
 void GOMP_free(void *, uintptr_t);

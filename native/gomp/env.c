@@ -18,6 +18,7 @@
  *   OMP_CANCELLATION      true|false
  *   OMP_MAX_TASK_PRIORITY n
  *   OMP_DEFAULT_DEVICE    n
+ *   OMP_TARGET_OFFLOAD    default|mandatory|disabled (target.c: the host is the only device)
  *   OMP_DISPLAY_ENV       true|false|verbose
  *   OMP_ALLOCATOR         a predefined allocator: omp_default_mem_alloc ... omp_thread_mem_alloc
  *   OMP_NUM_TEAMS         n: nteams-var (host teams without num_teams)
@@ -80,24 +81,44 @@ static int parse_num(const char *s, unsigned long lo, unsigned long hi, unsigned
     return 1;
 }
 
-static int parse_bool(const char *name, int *out)
+/* The variable's value as the index of one of n words (case and
+ * surrounding blanks ignored); -1 when unset or another value (reported,
+ * naming the accepted ones). */
+static int parse_word(const char *name, const char *const *words, int n, const char *accepted)
 {
     const char *v = env(name);
     if (!v)
-        return 0;
+        return -1;
     const char *s = skip_space(v);
-    size_t n = strlen(s);
-    while (n && isspace((unsigned char)s[n - 1]))
-        n--;
-    if (n == 4 && !strncasecmp(s, "true", 4))
-        *out = 1;
-    else if (n == 5 && !strncasecmp(s, "false", 5))
-        *out = 0;
-    else {
-        bad(name, v, "true, false");
+    size_t len = strlen(s);
+    while (len && isspace((unsigned char)s[len - 1]))
+        len--;
+    for (int i = 0; i < n; i++)
+        if (strlen(words[i]) == len && !strncasecmp(s, words[i], len))
+            return i;
+    bad(name, v, accepted);
+    return -1;
+}
+
+static int parse_bool(const char *name, int *out)
+{
+    static const char *const words[] = {"false", "true"};
+    int i = parse_word(name, words, 2, "true, false");
+    if (i < 0)
         return 0;
-    }
+    *out = i;
     return 1;
+}
+
+/* OMP_TARGET_OFFLOAD: with the host the only device, mandatory makes a
+ * construct naming any other device an error (target.c), disabled is the
+ * default's behaviour. */
+static void parse_target_offload(void)
+{
+    static const char *const words[] = {"default", "mandatory", "disabled"};
+    int i = parse_word("OMP_TARGET_OFFLOAD", words, 3, "default, mandatory, disabled");
+    if (i >= 0)
+        tlg_env_v.target_offload = i; /* TLG_OFFLOAD_* in this order */
 }
 
 static int parse_uint(const char *name, unsigned long lo, unsigned long hi, unsigned long *out, const char *accepted)
@@ -481,6 +502,7 @@ void tlg_env_init(void)
         tlg_set_affinity_format(af, strlen(af));
     if (parse_uint("OMP_DEFAULT_DEVICE", 0, INT_MAX, &u, "a non-negative integer"))
         icv->default_device = (int)u;
+    parse_target_offload();
     const char *t = env("THREADLAB_GOMP_TLS");
     e->tls_mode = tl_ult_identity_supported() ? TLG_TLS_IDENTITY : TLG_TLS_VP;
     if (t) {
@@ -554,6 +576,8 @@ void tlg_display_env(int verbose)
             e->cancellation ? "TRUE" : "FALSE", icv->default_device, e->max_task_priority);
     fprintf(stderr, "  OMP_DISPLAY_AFFINITY = '%s'\n  OMP_AFFINITY_FORMAT = '%s'\n  OMP_ALLOCATOR = '%s'\n",
             e->display_affinity ? "TRUE" : "FALSE", e->affinity_format, allocator_name(icv->def_allocator));
+    static const char *const offload[] = {"DEFAULT", "MANDATORY", "DISABLED"};
+    fprintf(stderr, "  OMP_TARGET_OFFLOAD = '%s'\n", offload[e->target_offload]);
     if (verbose)
         fprintf(stderr, "  THREADLAB_GOMP_TLS = '%s'\n  THREADLAB_GOMP_SPIN_US = '%llu'\n",
                 e->tls_mode == TLG_TLS_IDENTITY ? "identity" : "vp", (unsigned long long)(e->spin_ns / 1000));

@@ -110,6 +110,7 @@ typedef struct tlg_env {
     uint64_t spin_ns;         /* how long a waiter spins before it parks */
     int cancellation;         /* OMP_CANCELLATION */
     int max_task_priority;
+    int target_offload;       /* OMP_TARGET_OFFLOAD: TLG_OFFLOAD_* */
     int nteams;               /* nteams-var (OMP_NUM_TEAMS; 0: unset) */
     int teams_thread_limit;   /* teams-thread-limit-var (OMP_TEAMS_THREAD_LIMIT; 0: unset) */
     char *affinity_format;    /* affinity-format-var (OMP_AFFINITY_FORMAT), malloc'd */
@@ -132,6 +133,11 @@ size_t tlg_stack_size(void);
 #define TLG_DEFAULT_SPIN_NS UINT64_C(3000)
 
 enum { TLG_TLS_IDENTITY = 0, TLG_TLS_VP = 1 };
+enum { TLG_OFFLOAD_DEFAULT = 0, TLG_OFFLOAD_MANDATORY = 1, TLG_OFFLOAD_DISABLED = 2 };
+
+/* The host is the only device: omp_get_num_devices() is 0 and the host's
+ * number, omp_get_initial_device(), is that count (as in libgomp). */
+#define TLG_INITIAL_DEVICE 0
 
 extern tlg_env tlg_env_v;
 
@@ -252,6 +258,16 @@ typedef struct tlg_task {
 
 typedef struct tlg_team tlg_team;
 
+/* A contention group begun by a target region run on the host
+ * (target.c): the OpenMP threads its teams hold, for thread-limit-var.
+ * NULL stands for the program's initial group (team.c counts it). */
+typedef struct tlg_cg {
+    _Atomic unsigned busy;
+    /* encountered outside any parallel region: its top-level regions are
+     * the process's for the resource manager (rm.c), as the program's own */
+    int top;
+} tlg_cg;
+
 typedef struct tlg_thread {
     /* what the master writes as it starts a region (region_start, spawn),
      * together on the first two lines; the rest the thread sets itself */
@@ -265,7 +281,8 @@ typedef struct tlg_thread {
     tl_ult_spawn start;       /* its ULT, made by the VP it starts on (spawn) */
     unsigned level;           /* omp_get_level */
     unsigned active_level;    /* omp_get_active_level */
-    unsigned team_num, num_teams; /* host teams construct */
+    unsigned team_num, num_teams; /* host teams construct (num_teams 0: one team) */
+    tlg_cg *cg;               /* its contention group (NULL: the program's initial one) */
     tlg_task implicit;        /* its implicit task */
     tlg_task *task;           /* the task it runs now */
     /* work shares */
@@ -319,6 +336,7 @@ struct tlg_team {
     _Atomic int master_ending;
     unsigned level, active_level;
     unsigned team_num, num_teams; /* the master's (host teams) */
+    tlg_cg *cg;               /* the master's contention group */
     int ws0;                  /* the region starts with work share 0 set up (combined loop) */
     tlg_fn fn;
     void *data;
@@ -408,6 +426,13 @@ unsigned tlg_resolve_threads(unsigned specified, unsigned count);
  * contention group): one per kernel thread or ULT that never joined a
  * team. */
 tlg_thread *tlg_initial(void);
+/* The state of a new initial thread (of contention group cg) with the
+ * ICVs given, outside any team; and its end, with what it cached (a
+ * target region run on the host: target.c). */
+tlg_thread *tlg_thread_new(const tlg_icv *icv, tlg_cg *cg);
+void tlg_thread_free(tlg_thread *t);
+/* Makes t the calling OpenMP thread's state (what tlg_self answers). */
+void tlg_set_current(tlg_thread *t);
 
 /* Runtime start (idempotent; from the first construct that needs threads). */
 void tlg_init(void);
@@ -531,6 +556,9 @@ void tlg_task_team_fini(tlg_team *team);
 tlg_taskgroup *tlg_parallel_reductions_register(uintptr_t *data, unsigned nthreads);
 void tlg_reductions_free(uintptr_t *data);
 void tlg_workshare_taskgroup_start(tlg_thread *thr);
+/* Waits, running tasks, for the earlier sibling tasks that the depend
+ * array (GCC's layout) names (taskwait depend; an undeferred task). */
+void tlg_wait_deps(void **depend);
 void tlg_workshare_reductions_register(tlg_thread *thr, uintptr_t *data, uintptr_t *first);
 void tlg_taskgroup_register(tlg_thread *thr, uintptr_t *data);
 

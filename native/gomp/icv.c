@@ -119,7 +119,7 @@ TLG_EXPORT int omp_get_num_procs(void)
 TLG_EXPORT int omp_pause_resource(omp_pause_resource_t kind, int device_num)
 {
     (void)kind;
-    return device_num == omp_get_initial_device() ? tlg_pause() : -1;
+    return device_num == TLG_INITIAL_DEVICE ? tlg_pause() : -1;
 }
 
 TLG_EXPORT int omp_pause_resource_all(omp_pause_resource_t kind)
@@ -146,9 +146,10 @@ TLG_EXPORT double omp_get_wtick(void)
 
 /* ---- devices: the host is the only one ----------------------------------------- */
 
+/* a negative number is 0, as in libgomp */
 TLG_EXPORT void omp_set_default_device(int device)
 {
-    tlg_icv_cur()->default_device = device;
+    tlg_icv_cur()->default_device = device >= 0 ? device : 0;
 }
 
 TLG_EXPORT int omp_get_default_device(void)
@@ -163,7 +164,7 @@ TLG_EXPORT int omp_get_num_devices(void)
 
 TLG_EXPORT int omp_get_initial_device(void)
 {
-    return omp_get_num_devices();
+    return TLG_INITIAL_DEVICE;
 }
 
 TLG_EXPORT int omp_get_device_num(void)
@@ -171,6 +172,7 @@ TLG_EXPORT int omp_get_device_num(void)
     return omp_get_initial_device();
 }
 
+/* also inside a target region: it runs on the host (target.c) */
 TLG_EXPORT int omp_is_initial_device(void)
 {
     return 1;

@@ -1205,11 +1205,16 @@ TLG_EXPORT void GOMP_taskwait(void)
     atomic_store_explicit(&t->waiting, 0, RLX);
 }
 
-TLG_EXPORT void GOMP_taskwait_depend(void **depend)
+void tlg_wait_deps(void **depend)
 {
     tlg_thread *thr = tlg_self();
     if (thr->team)
         wait_for_deps(thr, depend);
+}
+
+TLG_EXPORT void GOMP_taskwait_depend(void **depend)
+{
+    tlg_wait_deps(depend);
 }
 
 TLG_EXPORT void GOMP_taskyield(void)

@@ -18,7 +18,8 @@
  * every worker ULT wears a TLS identity of libthreadlab-ult: thread k of
  * a top-level team always wears identity k (threadprivate data persists
  * from one region to the next, as OpenMP wants), threads of nested teams
- * take identities from a pool. Where identities do not exist (ASan and
+ * and of the teams a target region's body starts (wears_top) take
+ * identities from a pool. Where identities do not exist (ASan and
  * TSan builds) or with THREADLAB_GOMP_TLS=vp, thread k of a team is bound
  * to VP k mod nvps and sees that VP's TLS: threadprivate data is then
  * right only while each VP runs at most one OpenMP thread (docs).
@@ -59,7 +60,7 @@ static struct {
     tl_ult_identity **retired;
     _Atomic unsigned nretired;
     unsigned retired_cap;
-    _Atomic unsigned busy;    /* OpenMP threads of the initial group (thread-limit-var) */
+    _Atomic unsigned busy;    /* OpenMP threads of the program's initial group (thread-limit-var) */
 } rt = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = 1};
 
 /* The state of a kernel thread (or a TLS identity) outside any team; the
@@ -78,15 +79,22 @@ static void init_implicit(tlg_thread *t, const tlg_icv *icv)
     t->task = &t->implicit;
 }
 
+tlg_thread *tlg_thread_new(const tlg_icv *icv, tlg_cg *cg)
+{
+    tlg_thread *t = tlg_aligned_alloc(TLG_LINE, sizeof *t);
+    memset(t, 0, sizeof *t);
+    init_implicit(t, icv);
+    tlg_task_thread_init(t);
+    t->cg = cg;
+    return t;
+}
+
 tlg_thread *tlg_initial(void)
 {
     tlg_thread *t = tls_initial;
     if (TLG_LIKELY(t))
         return t;
-    t = tlg_aligned_alloc(TLG_LINE, sizeof *t);
-    memset(t, 0, sizeof *t);
-    init_implicit(t, &tlg_env_v.icv);
-    tlg_task_thread_init(t);
+    t = tlg_thread_new(&tlg_env_v.icv, NULL);
     tls_initial = t;
     return t;
 }
@@ -97,7 +105,7 @@ tlg_thread *tlg_self_slow(void)
     return t ? t : tlg_initial();
 }
 
-static void set_current(tlg_thread *t)
+void tlg_set_current(tlg_thread *t)
 {
     if (tlg_env_v.tls_mode != TLG_TLS_IDENTITY && tl_ult_self())
         tl_ult_set_local(t);
@@ -308,6 +316,13 @@ static void pool_put(tl_ult_identity *id)
 
 /* ---- team size ------------------------------------------------------------- */
 
+/* The count of OpenMP threads of a contention group (thread-limit-var):
+ * the program's initial group, or a target region's. */
+static _Atomic unsigned *cg_busy(tlg_cg *cg)
+{
+    return cg ? &cg->busy : &rt.busy;
+}
+
 unsigned tlg_resolve_threads(unsigned specified, unsigned count)
 {
     tlg_thread *thr = tlg_self();
@@ -317,7 +332,7 @@ unsigned tlg_resolve_threads(unsigned specified, unsigned count)
     if (thr->active_level >= icv->max_active_levels)
         return 1;
     unsigned n = specified ? specified : icv->nthreads;
-    unsigned bound = thr->level == 0 ? tlg_rm_region(n) : 0;
+    unsigned bound = thr->level == 0 && (!thr->cg || thr->cg->top) ? tlg_rm_region(n) : 0;
     int dyn = tlg_dyn(icv); /* after the region's registration: managed, it defaults to true */
     if (dyn) {
         /* managed: the manager's bound (rm.c: it may exceed the active
@@ -333,14 +348,15 @@ unsigned tlg_resolve_threads(unsigned specified, unsigned count)
         return 1;
     if (icv->thread_limit != INT_MAX) {
         /* threads of the contention group: the busy count */
-        unsigned busy = atomic_load_explicit(&rt.busy, RLX), want;
+        _Atomic unsigned *group = cg_busy(thr->cg);
+        unsigned busy = atomic_load_explicit(group, RLX), want;
         do {
             want = n;
             if (busy >= icv->thread_limit)
                 want = 1;
             else if (busy + want - 1 > icv->thread_limit)
                 want = icv->thread_limit - busy + 1;
-        } while (!atomic_compare_exchange_weak_explicit(&rt.busy, &busy, busy + want - 1, RLX, RLX));
+        } while (!atomic_compare_exchange_weak_explicit(group, &busy, busy + want - 1, RLX, RLX));
         n = want;
     }
     return n;
@@ -365,18 +381,50 @@ static tlg_thread *member(tlg_team *team, unsigned k)
     return (tlg_thread *)((char *)team + head + k * ((sizeof(tlg_thread) + TLG_LINE - 1) / TLG_LINE * TLG_LINE));
 }
 
+static void team_free(tlg_team *team);
+
+/* What a thread's state holds: its task memory and queue, the team it
+ * cached as a master (with its members' own, nested), its orphaned
+ * constructs' work share. */
+static void thread_parts_free(tlg_thread *t)
+{
+    if (t->cached_team)
+        team_free(t->cached_team);
+    t->cached_team = NULL;
+    tlg_task_thread_fini(t);
+    if (t->solo) {
+        free(t->solo->mem);
+        free(t->solo);
+        t->solo = NULL;
+    }
+}
+
+static void team_free(tlg_team *team)
+{
+    for (unsigned k = 0; k < team->cap; k++)
+        thread_parts_free(member(team, k));
+    tlg_task_team_fini(team);
+    free(team);
+}
+
+/* Whether a team's threads wear the top-level identities: the program's
+ * own top-level teams. A target region's contention group (target.c)
+ * starts its top level afresh while the team that encountered it may run,
+ * its threads wearing those identities (one identity, one running ULT):
+ * its teams take identities from the pool, as nested teams do. */
+static int wears_top(const tlg_team *team)
+{
+    return team->level == 1 && !team->cg;
+}
+
 /* Every thread's own team cache: the team it last started as master. */
 static tlg_team *team_get(tlg_thread *thr, unsigned n)
 {
     tlg_team *team = thr->cached_team;
     if (team && team->cap >= n)
         return team;
-    if (team) {
-        for (unsigned k = 0; k < team->cap; k++)
-            tlg_task_thread_fini(member(team, k));
-        tlg_task_team_fini(team);
-        free(team);
-    }
+    if (team)
+        team_free(team);
     unsigned cap = n < 4 ? 4 : n;
     team = tlg_aligned_alloc(TLG_LINE, team_bytes(cap));
     memset(team, 0, team_bytes(cap));
@@ -386,6 +434,13 @@ static tlg_team *team_get(tlg_thread *thr, unsigned n)
         tlg_task_thread_init(member(team, k));
     thr->cached_team = team;
     return team;
+}
+
+void tlg_thread_free(tlg_thread *t)
+{
+    tlg_task_implicit_end(&t->implicit);
+    thread_parts_free(t);
+    free(t);
 }
 
 struct region {
@@ -413,6 +468,7 @@ static void member_init(tlg_team *team, tlg_thread *m)
     m->active_level = team->active_level;
     m->team_num = team->team_num;
     m->num_teams = team->num_teams;
+    m->cg = team->cg;
     m->inline_credit = 0;
     m->pending_credit = 0;
     init_implicit(m, &team->icv);
@@ -448,7 +504,7 @@ static void show_affinity(tlg_thread *m)
 static void *worker_main(void *p)
 {
     tlg_thread *me = p;
-    set_current(me);
+    tlg_set_current(me);
     tlg_team *team = me->team;
     member_init(team, me);
     show_affinity(me);
@@ -469,6 +525,7 @@ static void region_start(struct region *r)
     team->active_level = thr->active_level + (n > 1);
     team->team_num = thr->team_num;
     team->num_teams = thr->num_teams;
+    team->cg = thr->cg;
     team->ws0 = r->ws0 != NULL;
     team->fn = r->fn;
     team->data = r->data;
@@ -505,7 +562,7 @@ static void region_start(struct region *r)
     }
     member_init(team, member(team, 0));
     member(team, 0)->prev = thr;
-    set_current(member(team, 0));
+    tlg_set_current(member(team, 0));
     /* team threads may spin for each other in the program's code (NAS
      * LU's pipeline): more of them than VPs need time slices */
     if (n > 1)
@@ -515,7 +572,7 @@ static void region_start(struct region *r)
             member(team, k)->shown_n = 0; /* out of this region: shown again when back, as libgomp's idle threads */
     show_affinity(member(team, 0));
     if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY) {
-        if (team->level == 1) {
+        if (wears_top(team)) {
             atomic_fetch_add_explicit(&rt.top_active, 1, SEQ);
             if (TLG_UNLIKELY(atomic_load_explicit(&rt.nretired, RLX))) {
                 pthread_mutex_lock(&rt.lock);
@@ -524,7 +581,7 @@ static void region_start(struct region *r)
             }
         }
         for (unsigned k = 1; k < n; k++)
-            member(team, k)->identity = team->level == 1 ? cached_top_identity(member(team, k), k) : pool_get();
+            member(team, k)->identity = wears_top(team) ? cached_top_identity(member(team, k), k) : pool_get();
     }
 }
 
@@ -548,7 +605,7 @@ static void spawn(tlg_team *team, unsigned k, int bind, void *(*entry)(void *))
     if (tlg_env_v.tls_mode == TLG_TLS_IDENTITY) {
         s->attr.vp = (int)((base + k) % tl_ult_active_vps());
     } else {
-        s->attr.vp = (int)(team->level == 1 ? k % rt.nvps : (base + k) % rt.nvps);
+        s->attr.vp = (int)(wears_top(team) ? k % rt.nvps : (base + k) % rt.nvps);
         s->attr.bound = bind;
     }
     s->fn = entry;
@@ -619,7 +676,7 @@ static void worker_end(tlg_thread *me, int for_master)
 static void *recalled_main(void *p)
 {
     tlg_thread *me = p;
-    set_current(me);
+    tlg_set_current(me);
     worker_end(me, 1);
     return NULL;
 }
@@ -671,22 +728,22 @@ static void region_end(struct region *r)
      * next region skips resetting the ring */
     tlg_task_implicit_end(&me->implicit);
     team->ws_clean = !r->ws0 && me->ws_seq == 0 && !atomic_load_explicit(&team->ws_used, RLX);
-    if (team->level > 1)
+    if (!wears_top(team))
         for (unsigned k = 1; k < n; k++)
             if (member(team, k)->identity)
                 pool_put(member(team, k)->identity);
-    if (team->level == 1 && n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY)
+    if (wears_top(team) && n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY)
         atomic_fetch_sub_explicit(&rt.top_active, 1, REL);
     if (team->par_taskgroup) {
         free(team->par_taskgroup);
         team->par_taskgroup = NULL;
     }
     if (n > 1 && tlg_self()->task->icv.thread_limit != INT_MAX)
-        atomic_fetch_sub_explicit(&rt.busy, n - 1, RLX);
+        atomic_fetch_sub_explicit(cg_busy(team->cg), n - 1, RLX);
     if (n > 1)
         tl_ult_peers_add(-(int)n);
     team->nthreads = 0;
-    set_current(r->master_prev);
+    tlg_set_current(r->master_prev);
 }
 
 static void *region_run(void *p)
@@ -722,7 +779,7 @@ TLG_EXPORT unsigned long threadlab_gomp_workdesc_regions(void)
 static void *claimed_part(void *p)
 {
     tlg_thread *m = p;
-    set_current(m);
+    tlg_set_current(m);
     member_init(m->team, m);
     show_affinity(m);
     m->team->fn(m->team->data);
@@ -795,9 +852,14 @@ void tlg_parallel(tlg_fn fn, void *data, unsigned nthreads, unsigned flags,
     struct region r = {fn, data, nthreads, flags, ws0, ws0_arg, reductions, NULL, NULL};
     if (nthreads > 1) {
         tlg_init();
-        if (!tl_ult_self() && tlg_env_v.tls_mode == TLG_TLS_IDENTITY) {
-            /* a kernel thread of the program: it lends its TLS to a ULT
-             * that runs the region as its master */
+        /* A kernel thread of the program lends its TLS to a ULT that
+         * runs the region as its master. A work-descriptor part (its VP's
+         * context, wearing its thread's identity) starts an active team
+         * only from a target region's body, a new contention group (the
+         * loop ran so because its nested regions would be inactive): it is
+         * the master itself, and waits as external threads do (a VP
+         * context cannot park). */
+        if (!tl_ult_self() && tl_ult_vp_id() < 0 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY) {
             size_t stack = tlg_stack_size();
             int err = tl_ult_run_as_self(region_run, &r, stack, NULL);
             if (err)

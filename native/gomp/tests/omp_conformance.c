@@ -10,7 +10,7 @@
  * all passed. The program is race-free (ThreadSanitizer builds run it).
  * It reads OMP_NUM_THREADS, OMP_SCHEDULE, OMP_DYNAMIC, OMP_THREAD_LIMIT,
  * OMP_MAX_ACTIVE_LEVELS and OMP_WAIT_POLICY itself and checks that the
- * runtime's ICVs agree. Checks of threadprivate data across nested teams
+ * runtime's ICVs agree (and OMP_TARGET_OFFLOAD: target_devices). Checks of threadprivate data across nested teams
  * run only where each OpenMP thread has TLS of its own (libgomp, and
  * libthreadlab-gomp in its identity mode).
  */
@@ -1496,6 +1496,343 @@ static void check_regions(void)
            2000 * n * (n + 1) / 2, ran, small);
 }
 
+/* ---- target constructs: the host as the device -------------------------------------- *
+ *
+ * This machine has no offload device (or the runtime knows none): a
+ * target region runs on the host (libgomp's host fallback). Mapped
+ * variables are the host's own, a firstprivate aggregate is the region's
+ * copy, and the body is the initial thread of a contention group of its
+ * own: level 0, one thread, the ICVs of a new initial thread. */
+
+static void check_target(void)
+{
+    int a[100], initial = -1, level = -1, nthreads = -1, num = -1, max_threads = -1, in_parallel = -1;
+    int fp_seen = 0;
+    long sum = 0;
+    struct {
+        int v[8];
+    } fp = {{1, 2, 3, 4, 5, 6, 7, 8}};
+    for (int i = 0; i < 100; i++)
+        a[i] = i;
+    /* the encountering task's nthreads-var is not the region's */
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(saved + 2);
+#pragma omp target map(tofrom : a, sum) map(from : initial, level, nthreads, num, max_threads, in_parallel, fp_seen) \
+    firstprivate(fp)
+    {
+        for (int i = 0; i < 100; i++) {
+            a[i] *= 2;
+            sum += a[i];
+        }
+        initial = omp_is_initial_device();
+        level = omp_get_level();
+        nthreads = omp_get_num_threads();
+        num = omp_get_thread_num();
+        max_threads = omp_get_max_threads();
+        in_parallel = omp_in_parallel();
+        fp.v[0] = 100;
+        fp_seen = fp.v[0] + fp.v[7];
+    }
+    omp_set_num_threads(saved);
+    int bad = 0;
+    for (int i = 0; i < 100; i++)
+        bad += a[i] != 2 * i;
+    EXPECT(bad == 0 && sum == 9900, "map(tofrom): %d elements wrong, sum %ld", bad, sum);
+    EXPECT(initial == 1 && level == 0 && nthreads == 1 && num == 0 && in_parallel == 0,
+           "in the region: initial device %d, level %d, %d threads, thread %d, in parallel %d", initial, level,
+           nthreads, num, in_parallel);
+    int want = env_int("OMP_NUM_THREADS", omp_get_num_procs());
+    EXPECT(max_threads == want, "nthreads-var in the region %d (a new initial thread's: %d)", max_threads, want);
+    EXPECT(fp_seen == 108 && fp.v[0] == 1, "firstprivate: the region saw %d (108), the host's copy is %d (1)",
+           fp_seen, fp.v[0]);
+}
+
+/* target teams distribute parallel for with a reduction; the teams run
+ * with their number and the thread limit */
+static void check_target_teams(void)
+{
+    long sum = 0;
+    int nteams = 0, limit = 0, seen[3] = {0, 0, 0}, bad = 0, count = 0;
+#pragma omp target teams distribute parallel for num_teams(3) thread_limit(2) reduction(+ : sum) \
+    map(tofrom : nteams, limit, seen, bad)
+    for (int i = 0; i < 3000; i++) {
+        sum += i;
+        int t = omp_get_team_num();
+        if (t < 0 || t >= 3 || omp_get_num_threads() > 2)
+            __atomic_store_n(&bad, 1, __ATOMIC_RELAXED);
+        else
+            __atomic_store_n(&seen[t], 1, __ATOMIC_RELAXED);
+        if (i == 0) {
+            nteams = omp_get_num_teams();
+            limit = omp_get_thread_limit();
+        }
+    }
+    EXPECT(sum == 3000L * 2999 / 2 && bad == 0, "reduction %ld (%ld), a team number or size wrong: %d", sum,
+           3000L * 2999 / 2, bad);
+    EXPECT(nteams == 3 && limit == 2 && seen[0] && seen[1] && seen[2], "%d teams, thread limit %d, seen %d %d %d",
+           nteams, limit, seen[0], seen[1], seen[2]);
+#pragma omp target teams num_teams(4) map(tofrom : count)
+    __atomic_fetch_add(&count, 1, __ATOMIC_RELAXED);
+    EXPECT(count == 4, "target teams num_teams(4): %d teams ran", count);
+}
+
+/* A target region encountered by each thread of a team, its body
+ * starting a team of its own: a top-level team of the region's
+ * contention group. The encountering thread stays itself (its TLS: its
+ * pthread_self), and the new team's thread is another OpenMP thread than
+ * either thread of the encountering team, which are all running. */
+static void check_target_in_parallel(void)
+{
+    int res[2][6], after_bad = 0, tls_bad = 0;
+    pthread_t outer[2], master[2], worker[2];
+    memset(res, 0xff, sizeof res);
+#pragma omp parallel num_threads(2) reduction(+ : after_bad)
+    {
+        int t = omp_get_thread_num();
+        int level = -1, n = -1, num = -1, inner_level = -1, inner_n = -1, inner_active = -1;
+        pthread_t me = pthread_self(), m = me, w = me;
+        outer[t] = me;
+#pragma omp target map(from : level, n, num, inner_level, inner_n, inner_active, m, w)
+        {
+            level = omp_get_level();
+            n = omp_get_num_threads();
+            num = omp_get_thread_num();
+            m = pthread_self();
+#pragma omp parallel num_threads(2)
+            if (omp_get_thread_num() == 1) {
+                inner_level = omp_get_level();
+                inner_n = omp_get_num_threads();
+                inner_active = omp_get_active_level();
+                w = pthread_self();
+            }
+        }
+        after_bad += omp_get_level() != 1 || omp_get_thread_num() != t || omp_get_num_threads() != 2;
+        int *r = res[t];
+        r[0] = level, r[1] = n, r[2] = num, r[3] = inner_level, r[4] = inner_n, r[5] = inner_active;
+        master[t] = m;
+        worker[t] = w;
+#pragma omp barrier
+    }
+    EXPECT(after_bad == 0, "%d threads had the wrong level or number after their target region", after_bad);
+    for (int t = 0; t < 2; t++) {
+        int *r = res[t];
+        EXPECT(r[0] == 0 && r[1] == 1 && r[2] == 0, "thread %d's region: level %d, %d threads, thread %d", t, r[0],
+               r[1], r[2]);
+        EXPECT(r[3] == 1 && r[5] == 1 && r[4] == 2, "thread %d's region's team: level %d, active level %d, %d threads",
+               t, r[3], r[5], r[4]);
+        tls_bad += !pthread_equal(master[t], outer[t]) || pthread_equal(worker[t], outer[0]) ||
+                   pthread_equal(worker[t], outer[1]);
+    }
+    if (own_tls())
+        EXPECT(tls_bad == 0, "the regions' teams' threads: %d wore another thread's TLS", tls_bad);
+    /* the same from the iterations of a combined parallel loop, which
+     * libthreadlab-gomp may run as a work descriptor (t2): its parts run
+     * on the VPs' own contexts (each iteration works a little first, so
+     * that both parts take some) */
+    int sizes[16] = {0};
+#pragma omp parallel for schedule(dynamic) num_threads(2)
+    for (int i = 0; i < 16; i++) {
+        int n = 0;
+        for (volatile int k = 0; k < 20000; k++)
+            ;
+#pragma omp target map(from : n)
+        {
+#pragma omp parallel num_threads(2)
+            if (omp_get_thread_num() == 1)
+                n = omp_get_num_threads();
+        }
+        sizes[i] = n;
+    }
+    int wrong = 0;
+    for (int i = 0; i < 16; i++)
+        wrong += sizes[i] != 2;
+    EXPECT(wrong == 0, "target regions in a combined parallel loop: %d teams of their bodies not of 2", wrong);
+}
+
+/* target nowait and depend, ordered against host tasks */
+static void check_target_nowait(void)
+{
+    int x = 0, y = 0, w = 0, q = 0, r = 0, z = 0;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    {
+#pragma omp task depend(out : x) shared(x)
+        {
+            for (volatile int i = 0; i < 100000; i++)
+                ;
+            x = 1;
+        }
+#pragma omp target nowait depend(inout : x) map(tofrom : x)
+        x = x * 10 + 2;
+#pragma omp task depend(in : x) shared(x, y)
+        y = x + 1;
+#pragma omp target nowait map(tofrom : w)
+        w = 7;
+#pragma omp task depend(out : q) shared(q)
+        {
+            for (volatile int i = 0; i < 100000; i++)
+                ;
+            q = 5;
+        }
+        /* without nowait: the encountering task waits for q's writer */
+#pragma omp target depend(in : q) map(to : q) map(from : r)
+        r = q;
+#pragma omp taskwait
+    }
+    EXPECT(x == 12 && y == 13 && w == 7 && r == 5, "x %d (12), y %d (13), w %d (7), r %d (5)", x, y, w, r);
+#pragma omp target nowait map(tofrom : z)
+    z = 3;
+#pragma omp taskwait
+    EXPECT(z == 3, "target nowait outside any region: %d", z);
+}
+
+/* target data, update, enter and exit data: the data is the host's */
+static void check_target_data(void)
+{
+    int v[64], d = 0, bad = 0;
+    for (int i = 0; i < 64; i++)
+        v[i] = i;
+#pragma omp target data map(tofrom : v)
+    {
+#pragma omp target
+        for (int i = 0; i < 64; i++)
+            v[i] += 1;
+#pragma omp target update from(v)
+        for (int i = 0; i < 64; i++)
+            bad += v[i] != i + 1;
+        for (int i = 0; i < 64; i++)
+            v[i] += 1;
+#pragma omp target update to(v)
+#pragma omp target
+        for (int i = 0; i < 64; i++)
+            v[i] *= 2;
+    }
+    for (int i = 0; i < 64; i++)
+        bad += v[i] != 2 * (i + 2);
+    EXPECT(bad == 0, "target data and update: %d elements wrong", bad);
+#pragma omp target enter data map(to : v)
+#pragma omp target
+    for (int i = 0; i < 64; i++)
+        v[i] -= 4;
+#pragma omp target exit data map(from : v)
+    for (int i = 0; i < 64; i++)
+        bad += v[i] != 2 * i;
+    EXPECT(bad == 0, "enter and exit data: %d elements wrong", bad);
+    /* with depend and without nowait, each waits for the host task that
+     * writes v before it returns */
+    int seen_update = 0, seen_enter = 0;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    {
+#pragma omp task depend(out : v) shared(v)
+        {
+            for (volatile int i = 0; i < 100000; i++)
+                ;
+            v[5] = -5;
+        }
+#pragma omp target update to(v) depend(in : v)
+        seen_update = v[5];
+#pragma omp task depend(out : v) shared(v)
+        {
+            for (volatile int i = 0; i < 100000; i++)
+                ;
+            v[6] = -6;
+        }
+#pragma omp target enter data map(to : d) depend(inout : v)
+        seen_enter = v[6];
+#pragma omp target exit data map(from : d) depend(inout : v) nowait
+#pragma omp target update from(v) depend(in : v) nowait
+#pragma omp taskwait
+    }
+    EXPECT(seen_update == -5 && seen_enter == -6 && d == 0, "depend: update saw %d (-5), enter data %d (-6)",
+           seen_update, seen_enter);
+}
+
+/* the device memory routines on the initial device */
+static void check_target_memory(void)
+{
+    int host = omp_get_initial_device();
+    int src[20], dst[20], m[4][5], r[3][4], local = 0;
+    for (int i = 0; i < 20; i++)
+        src[i] = i, dst[i] = -1;
+    int *p = omp_target_alloc(20 * sizeof(int), host);
+    EXPECT(p != NULL, "omp_target_alloc on the initial device");
+    if (!p)
+        return;
+    EXPECT(omp_target_is_present(p, host) && omp_target_is_present(&local, host) && omp_target_is_present(NULL, host),
+           "omp_target_is_present on the initial device");
+    EXPECT(omp_target_memcpy(p, src, sizeof src, 0, 0, host, host) == 0, "omp_target_memcpy");
+    EXPECT(omp_target_memcpy(dst, p, 10 * sizeof(int), 4 * sizeof(int), 8 * sizeof(int), host, host) == 0,
+           "omp_target_memcpy with offsets");
+    int bad = 0;
+    for (int i = 0; i < 20; i++)
+        bad += dst[i] != (i >= 4 && i < 14 ? i + 4 : -1);
+    EXPECT(bad == 0, "omp_target_memcpy: %d elements wrong", bad);
+    omp_target_free(p, host);
+    omp_target_free(NULL, host);
+    /* a 2 x 3 block of a 4 x 5 matrix at (1, 1) into a 3 x 4 one at (0, 1) */
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 5; j++)
+            m[i][j] = 10 * i + j;
+    memset(r, 0, sizeof r);
+    size_t volume[2] = {2, 3}, dst_off[2] = {0, 1}, src_off[2] = {1, 1}, dst_dims[2] = {3, 4}, src_dims[2] = {4, 5};
+    EXPECT(omp_target_memcpy_rect(r, m, sizeof(int), 2, volume, dst_off, src_off, dst_dims, src_dims, host, host) == 0,
+           "omp_target_memcpy_rect");
+    bad = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            bad += r[i][j] != (i < 2 && j >= 1 ? 10 * (i + 1) + j : 0);
+    EXPECT(bad == 0, "omp_target_memcpy_rect: %d elements wrong", bad);
+    EXPECT(omp_target_memcpy_rect(NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, host, host) >= 3,
+           "omp_target_memcpy_rect's dimensions: %d",
+           omp_target_memcpy_rect(NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, host, host));
+    /* what libgomp answers: the host's memory cannot be associated, and
+     * a negative device number is none */
+    EXPECT(omp_target_associate_ptr(src, dst, sizeof src, 0, host) != 0 &&
+               omp_target_disassociate_ptr(src, host) != 0,
+           "omp_target_associate_ptr on the initial device succeeded");
+    EXPECT(omp_target_alloc(16, -5) == NULL && omp_target_memcpy(dst, src, 4, 0, 0, -5, host) == EINVAL &&
+               !omp_target_is_present(src, -5),
+           "device -5 accepted");
+}
+
+/* Device numbers: the host's, the fallback of if(false) and the default
+ * device run on the host, also under OMP_TARGET_OFFLOAD=mandatory; a
+ * number no device has runs on the host too, but is an error under
+ * mandatory (the test gomp.target.mandatory). */
+static void check_target_devices(void)
+{
+    int host = omp_get_initial_device(), ran = 0, in_target = -1;
+    const char *offload = getenv("OMP_TARGET_OFFLOAD");
+#pragma omp target device(host) map(tofrom : ran)
+    ran++;
+#pragma omp target if (ran < 0) map(tofrom : ran, in_target)
+    {
+        ran++;
+        in_target = omp_get_device_num() == host && omp_is_initial_device();
+    }
+    int saved = omp_get_default_device();
+    omp_set_default_device(host);
+#pragma omp target map(tofrom : ran)
+    ran++;
+    omp_set_default_device(-3);
+    EXPECT(omp_get_default_device() == 0, "omp_set_default_device(-3) gave %d (0)", omp_get_default_device());
+    omp_set_default_device(saved);
+    EXPECT(ran == 3 && in_target == 1, "%d of 3 regions ran; the device number in one %d", ran, in_target);
+    int none = omp_get_num_devices() + 5;
+    if (offload && !strcmp(offload, "mandatory")) {
+        printf("a target region on device %d under OMP_TARGET_OFFLOAD=mandatory (an error)\n", none);
+        fflush(stdout);
+#pragma omp target device(none) map(tofrom : ran)
+        ran++;
+        FAIL("a target region on device %d (none) ran under OMP_TARGET_OFFLOAD=mandatory", none);
+        return;
+    }
+#pragma omp target device(none) map(tofrom : ran)
+    ran++;
+    EXPECT(ran == 4, "a target region on device %d (none) did not run on the host", none);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1520,6 +1857,13 @@ static const struct {
     {"icvs", check_icvs},
     {"lastprivate_scan", check_lastprivate_scan},
     {"regions", check_regions},
+    {"target", check_target},
+    {"target_teams", check_target_teams},
+    {"target_in_parallel", check_target_in_parallel},
+    {"target_nowait", check_target_nowait},
+    {"target_data", check_target_data},
+    {"target_memory", check_target_memory},
+    {"target_devices", check_target_devices},
 };
 
 int main(int argc, char **argv)

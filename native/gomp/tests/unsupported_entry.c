@@ -1,6 +1,7 @@
 /*
  * unsupported_entry.c - a program that reaches an entry libthreadlab-gomp
- * does not implement (a target region: GOMP_target_ext). The test
+ * does not implement: an OpenACC region (gcc -fopenacc: it starts with
+ * GOACC_parallel_keyed; OpenACC is not this runtime's). The test
  * gomp.unsupported checks that it stops with a message naming the entry,
  * instead of computing anything.
  */
@@ -9,7 +10,7 @@
 int main(void)
 {
     int x = 1;
-#pragma omp target map(tofrom : x)
+#pragma acc parallel copy(x)
     x += 1;
     printf("x = %d\n", x);
     return 0;

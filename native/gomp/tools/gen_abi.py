@@ -39,7 +39,7 @@ OWN = ["threadlab_gomp_tls_mode", "threadlab_gomp_managed", "threadlab_gomp_acti
 REASONS = [
     (r"^(acc_|GOACC_|OACC_)", "OpenACC"),
     (r"^GOMP_PLUGIN_", "offload plugins"),
-    (r"^(GOMP_target|GOMP_offload|GOMP_teams$|GOMP_teams4$|omp_target_)", "devices (target constructs); only the host exists here"),
+    (r"^GOMP_offload_", "offload images: a program built with an offload compiler"),
 ]
 
 

@@ -294,6 +294,7 @@ typedef struct tlg_thread {
     int ord_held;             /* it has a ticket it has not passed on */
     struct tlg_thread *prev;  /* the master's state outside this team */
     tl_ult_identity *top_identity; /* identity k of the top level, once looked up (kept with the cached team) */
+    struct tlg_tops *tops;    /* a kernel thread's state outside any team: its top-level teams' identities (team.c) */
     unsigned top_gen;         /* the identities' generation it was looked up in (tlg_pause) */
     /* OMP_DISPLAY_AFFINITY: what it showed last (shown_n 0: nothing yet) */
     unsigned shown_level, shown_id, shown_n;

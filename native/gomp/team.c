@@ -43,18 +43,29 @@
 
 int tlg_forked;
 
+/* The identities of the top-level teams one kernel thread of the program
+ * starts (identity k for thread k >= 1), kept by that thread's state
+ * outside any team: two kernel threads may each run a top-level team at
+ * once, and one identity is worn by one running ULT. */
+typedef struct tlg_tops {
+    tl_ult_identity **ids;
+    unsigned n;
+    tlg_thread *root;
+    struct tlg_tops *next;
+} tlg_tops;
+
 static struct {
     pthread_mutex_t lock;
     _Atomic int initialized;
     unsigned nvps;
-    tl_ult_identity **top;    /* identity of top-level thread k (k >= 1) */
-    unsigned ntop;
+    tlg_tops *tops;           /* every kernel thread's that has any */
+    pthread_key_t root_key;   /* a kernel thread's state, for its exit (root_exit) */
     tl_ult_identity **pool;   /* free identities for nested teams */
     unsigned npool, pool_cap;
     /* omp_pause_resource retires the identities (tlg_pause): the
-     * generation of top[], bumped then; the top-level teams wearing
-     * top[] now (a pause retires nothing while one runs); the retired
-     * identities a VP still wore, destroyed when it no longer does */
+     * generation of the tops, bumped then; the top-level teams wearing
+     * top identities now (a pause retires nothing while one runs); the
+     * retired identities a VP still wore, destroyed when it no longer does */
     _Atomic unsigned top_gen;
     _Atomic unsigned top_active;
     tl_ult_identity **retired;
@@ -66,6 +77,8 @@ static struct {
 /* The state of a kernel thread (or a TLS identity) outside any team; the
  * current state of the OpenMP thread whose TLS this is (identity mode,
  * see tlg_self), or of a non-ULT thread in a team (vp mode). */
+static void root_exit(void *root);
+
 static __thread tlg_thread *tls_initial __attribute__((tls_model("initial-exec")));
 __thread tlg_thread *tlg_tls_cur __attribute__((tls_model("initial-exec")));
 
@@ -96,6 +109,7 @@ tlg_thread *tlg_initial(void)
         return t;
     t = tlg_thread_new(&tlg_env_v.icv, NULL);
     tls_initial = t;
+    pthread_setspecific(rt.root_key, t); /* its top identities go back to the pool when it exits */
     return t;
 }
 
@@ -129,6 +143,8 @@ __attribute__((constructor)) static void tlg_constructor(void)
     tlg_env_init();
     tlg_rm_init();
     pthread_atfork(NULL, NULL, atfork_child);
+    if (pthread_key_create(&rt.root_key, root_exit) != 0)
+        tlg_fatal("cannot create a thread-specific data key");
     /* The runtime starts at the first region, by when the manager's
      * watcher (or the program) has made threads: its membarrier
      * registration would then wait 10-20 ms for the kernel's RCU; a
@@ -211,35 +227,43 @@ static tl_ult_identity *new_identity(void)
     return id;
 }
 
-static tl_ult_identity *top_identity(unsigned k, unsigned *gen)
+/* Identity k of the top-level teams of root (under the lock). */
+static tl_ult_identity *top_identity(tlg_thread *root, unsigned k, unsigned *gen)
 {
     pthread_mutex_lock(&rt.lock);
-    if (k >= rt.ntop) {
-        unsigned n = k + 1 > 2 * rt.ntop ? k + 1 : 2 * rt.ntop;
-        tl_ult_identity **g = realloc(rt.top, n * sizeof *g);
+    tlg_tops *t = root->tops;
+    if (!t) {
+        t = tlg_malloc(sizeof *t);
+        *t = (tlg_tops){NULL, 0, root, rt.tops};
+        rt.tops = root->tops = t;
+    }
+    if (k >= t->n) {
+        unsigned n = k + 1 > 2 * t->n ? k + 1 : 2 * t->n;
+        tl_ult_identity **g = realloc(t->ids, n * sizeof *g);
         if (!g)
             tlg_fatal("out of memory");
-        memset(g + rt.ntop, 0, (n - rt.ntop) * sizeof *g);
-        rt.top = g;
-        rt.ntop = n;
+        memset(g + t->n, 0, (n - t->n) * sizeof *g);
+        t->ids = g;
+        t->n = n;
     }
-    if (!rt.top[k])
-        rt.top[k] = new_identity();
-    tl_ult_identity *id = rt.top[k];
+    if (!t->ids[k])
+        t->ids[k] = new_identity();
+    tl_ult_identity *id = t->ids[k];
     *gen = atomic_load_explicit(&rt.top_gen, RLX); /* written under the lock */
     pthread_mutex_unlock(&rt.lock);
     return id;
 }
 
-/* Identity k of the top level for a member of a cached team: looked up
- * (under the lock) once per member and generation, not per region. The
- * caller counted its team in top_active first: with the pause's order
- * (bump the generation, then read top_active), either the pause sees the
- * team and retires nothing, or the team sees the new generation. */
-static tl_ult_identity *cached_top_identity(tlg_thread *m, unsigned k)
+/* Identity k of the top level for a member of a cached team of root:
+ * looked up (under the lock) once per member and generation, not per
+ * region. The caller counted its team in top_active first: with the
+ * pause's order (bump the generation, then read top_active), either the
+ * pause sees the team and retires nothing, or the team sees the new
+ * generation. */
+static tl_ult_identity *cached_top_identity(tlg_thread *root, tlg_thread *m, unsigned k)
 {
     if (!m->top_identity || m->top_gen != atomic_load_explicit(&rt.top_gen, SEQ))
-        m->top_identity = top_identity(k, &m->top_gen);
+        m->top_identity = top_identity(root, k, &m->top_gen);
     return m->top_identity;
 }
 
@@ -283,11 +307,12 @@ int tlg_pause(void)
     pthread_mutex_lock(&rt.lock);
     atomic_fetch_add_explicit(&rt.top_gen, 1, SEQ);
     if (atomic_load_explicit(&rt.top_active, SEQ) == 0) {
-        for (unsigned k = 0; k < rt.ntop; k++)
-            if (rt.top[k]) {
-                retire(rt.top[k]);
-                rt.top[k] = NULL;
-            }
+        for (tlg_tops *t = rt.tops; t; t = t->next)
+            for (unsigned k = 0; k < t->n; k++)
+                if (t->ids[k]) {
+                    retire(t->ids[k]);
+                    t->ids[k] = NULL;
+                }
         /* the pool holds only identities no team uses */
         for (unsigned i = 0; i < rt.npool; i++)
             retire(rt.pool[i]);
@@ -296,6 +321,35 @@ int tlg_pause(void)
     retired_sweep();
     pthread_mutex_unlock(&rt.lock);
     return 0;
+}
+
+/* A kernel thread of the program exits: its top-level identities serve
+ * nested teams (no team of its own runs any more), and its state and
+ * cached team go. A destructor that runs later and enters OpenMP again
+ * gets a new state (tlg_initial). */
+static void root_exit(void *p)
+{
+    tlg_thread *root = p;
+    if (tls_initial == root)
+        tls_initial = NULL;
+    pthread_mutex_lock(&rt.lock);
+    tlg_tops *t = root->tops;
+    if (t) {
+        for (unsigned k = 0; k < t->n; k++)
+            if (t->ids[k]) {
+                rt.pool = ids_room(rt.pool, rt.npool, &rt.pool_cap);
+                rt.pool[rt.npool++] = t->ids[k];
+            }
+        tlg_tops **at = &rt.tops;
+        while (*at != t)
+            at = &(*at)->next;
+        *at = t->next;
+        free(t->ids);
+        free(t);
+        root->tops = NULL;
+    }
+    pthread_mutex_unlock(&rt.lock);
+    tlg_thread_free(root);
 }
 
 static tl_ult_identity *pool_get(void)
@@ -581,7 +635,7 @@ static void region_start(struct region *r)
             }
         }
         for (unsigned k = 1; k < n; k++)
-            member(team, k)->identity = wears_top(team) ? cached_top_identity(member(team, k), k) : pool_get();
+            member(team, k)->identity = wears_top(team) ? cached_top_identity(thr, member(team, k), k) : pool_get();
     }
 }
 

@@ -1833,6 +1833,52 @@ static void check_target_devices(void)
     EXPECT(ran == 4, "a target region on device %d (none) did not run on the host", none);
 }
 
+/* Top-level regions of several kernel threads of the program at once:
+ * each kernel thread's teams are its own (libgomp gives each a pool of
+ * threads), so their threads' threadprivate data persists from one of its
+ * regions to the next, whatever the other kernel threads run meanwhile.
+ * On a runtime that gave both teams' thread 1 the same TLS, they hung.
+ * (libthreadlab-gomp's vp mode, where OpenMP threads see their VP's TLS,
+ * runs them without checking threadprivate data.) */
+static int roots_tp;
+#pragma omp threadprivate(roots_tp)
+static int roots_bad, roots_lost;
+
+static void *roots_main(void *arg)
+{
+    int base = (int)(intptr_t)arg, persist = own_tls() && !omp_get_dynamic();
+    for (int r = 0; r < 500; r++) {
+#pragma omp parallel num_threads(2)
+        {
+            int id = omp_get_thread_num();
+            if (r > 0 && persist && omp_get_num_threads() == 2 && roots_tp != base + (r - 1) * 2 + id)
+                __atomic_fetch_add(&roots_lost, 1, __ATOMIC_RELAXED);
+            roots_tp = base + r * 2 + id;
+            for (volatile int k = 0; k < 200; k++)
+                ;
+#pragma omp barrier
+            if (own_tls() && roots_tp != base + r * 2 + id)
+                __atomic_fetch_add(&roots_bad, 1, __ATOMIC_RELAXED);
+        }
+    }
+    return NULL;
+}
+
+static void check_roots(void)
+{
+    pthread_t t[3];
+    int made = 0;
+    for (int i = 0; i < 3; i++)
+        made += pthread_create(&t[i], NULL, roots_main, (void *)(intptr_t)((i + 1) * 100000)) == 0;
+    EXPECT(made == 3, "pthread_create");
+    for (int i = 0; i < made; i++)
+        pthread_join(t[i], NULL);
+    EXPECT(roots_bad == 0 && roots_lost == 0,
+           "3 kernel threads' regions at once: %d threadprivate values changed within a region, %d lost between "
+           "regions",
+           roots_bad, roots_lost);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1857,6 +1903,7 @@ static const struct {
     {"icvs", check_icvs},
     {"lastprivate_scan", check_lastprivate_scan},
     {"regions", check_regions},
+    {"roots", check_roots},
     {"target", check_target},
     {"target_teams", check_target_teams},
     {"target_in_parallel", check_target_in_parallel},

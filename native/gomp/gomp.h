@@ -364,14 +364,14 @@ struct tlg_team {
     /* workers done with the region, with TLG_END_BIAS and TLG_END_PARKED
      * (region_end, worker_end) */
     _Atomic uint32_t finished TLG_ALIGNED;
-    _Atomic int ws_used;      /* a worker used a work share (said as it finishes: the master reads this line anyway) */
+    _Atomic int64_t ws_high;  /* the most constructs a worker used (said as it finishes: the master reads this line anyway) */
     _Atomic unsigned long single_count TLG_ALIGNED;
     _Atomic int cancelled;    /* cancel parallel */
     _Atomic int ws_cancelled; /* cancel for / sections */
     uintptr_t *reductions;    /* GOMP_parallel_reductions */
     tlg_taskgroup *par_taskgroup;
     size_t cap;               /* threads this allocation holds */
-    int ws_clean;             /* the work-share ring is as tlg_ws_reset left it (no construct used it since) */
+    unsigned ws_dirty;        /* slots of the work-share ring used since tlg_ws_reset (the first ws_dirty) */
     tlg_ws ws[TLG_WS_RING];
     tlg_thread *threads[];    /* [nthreads] */
 };
@@ -484,7 +484,8 @@ int tlg_ws_start(tlg_thread *thr);
 void tlg_ws_ready(tlg_thread *thr);
 /* Leaves the current one (nowait); the last thread frees what it holds. */
 void tlg_ws_end_nowait(tlg_thread *thr);
-void tlg_ws_reset(tlg_team *team);
+/* Makes the first n slots of the ring (those a region used) as new. */
+void tlg_ws_reset(tlg_team *team, unsigned n);
 /* A worksharing construct's start with its optional task reductions and
  * shared zeroed memory (GOMP_loop_start and co.): the thread that
  * initialises the work share calls init(thr, ws, arg). */

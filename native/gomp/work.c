@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-void tlg_ws_reset(tlg_team *team)
+void tlg_ws_reset(tlg_team *team, unsigned n)
 {
-    for (int64_t i = 0; i < TLG_WS_RING; i++) {
+    for (int64_t i = 0; i < n; i++) {
         tlg_ws *ws = &team->ws[i];
         /* as if construct i - RING had been left by everyone */
         atomic_store_explicit(&ws->tag, ((i - TLG_WS_RING) * 2) | 1, RLX);

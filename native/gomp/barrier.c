@@ -41,14 +41,26 @@
  * to its parent, and the last at the root releases. The longest chain is
  * then FANIN transfers a level. A team of up to FANIN has one node: the
  * single counter it always had. The last arriver at a node sets it back
- * to 0 before it goes on, so nodes are 0 between barriers (every barrier
- * completes: nothing is ever cancelled); its reset happens before the
- * release, which happens before anyone arrives again.
+ * to 0 before it goes on, so nodes are 0 between barriers; its reset
+ * happens before the release, which happens before anyone arrives again.
+ *
+ * Cancellation (OMP_CANCELLATION=true). A cancellable barrier (GCC calls
+ * GOMP_barrier_cancel, GOMP_loop_end_cancel and GOMP_sections_end_cancel
+ * in a region that has a cancel parallel) is a cancellation point: a
+ * thread of a cancelled region does not arrive, and its waiters leave
+ * when the cancel bumps the event word, all answering "cancelled" (the
+ * thread that cancelled never arrives, so no such barrier completes
+ * then). Their counts stay in the tree to the region's end; the team's
+ * next region starts from a cleared tree (tlg_bar_reset). The last
+ * arrival ends the cancellation of the worksharing construct whose
+ * barrier it is, as libgomp's does: the next construct starts uncancelled
+ * (behind OMP_CANCELLATION: all that GOMP_barrier, not cancellable, asks).
  */
 #define _GNU_SOURCE
 #include "gomp.h"
 
 #include <sched.h>
+#include <string.h>
 #include <time.h>
 
 /* Whether spinning makes sense now. */
@@ -216,25 +228,36 @@ static int bar_arrive(tlg_team *team, unsigned k)
     }
 }
 
-bool tlg_barrier(tlg_thread *thr)
+void tlg_bar_reset(tlg_team *team)
+{
+    memset(team->bar_nodes, 0, tlg_bar_nodes((unsigned)team->cap) * sizeof *team->bar_nodes);
+}
+
+/* Whether a cancellable barrier answers "cancelled": GCC's code then
+ * leaves the region. */
+static inline bool cancelled(tlg_thread *thr, bool cancellable)
+{
+    if (!cancellable || !atomic_load_explicit(&thr->team->cancelled, RLX))
+        return false;
+    tlg_ws_gone(thr);
+    return true;
+}
+
+/* The barrier, cancellable or not: inlined in both entries, so that the
+ * common one tests nothing for cancellation but whether a worksharing
+ * construct's cancellation ends here. The last to arrive, or a team of
+ * one, runs tasks until none created before the barrier is pending. */
+static inline bool barrier(tlg_thread *thr, bool cancellable)
 {
     tlg_team *team = thr->team;
     if (!team)
         return false;
+    if (cancelled(thr, cancellable))
+        return true;
     tlg_spin spun = {0};
     tlg_task_flush(thr);
-    if (team->nthreads == 1) {
-        for (;;) {
-            tlg_task_flush(thr);
-            uint32_t ev = atomic_load_explicit(&team->event, ACQ);
-            if (atomic_load_explicit(&team->task_pending, ACQ) <= 0)
-                break;
-            tlg_wait_step(thr, ev, &spun, NULL);
-        }
-        return atomic_load_explicit(&team->cancelled, RLX) != 0;
-    }
     uint32_t gen = atomic_load_explicit(&team->bar_gen, ACQ);
-    if (bar_arrive(team, thr->id)) {
+    if (team->nthreads == 1 || bar_arrive(team, thr->id)) {
         for (;;) {
             tlg_task_flush(thr);
             uint32_t ev = atomic_load_explicit(&team->event, ACQ);
@@ -242,6 +265,10 @@ bool tlg_barrier(tlg_thread *thr)
                 break;
             tlg_wait_step(thr, ev, &spun, NULL);
         }
+        if (TLG_UNLIKELY(tlg_env_v.cancellation) && atomic_load_explicit(&team->ws_cancelled, RLX))
+            atomic_store_explicit(&team->ws_cancelled, 0, RLX); /* released below, before anyone reads it */
+        if (team->nthreads == 1)
+            return cancelled(thr, cancellable);
         atomic_store_explicit(&team->bar_gen, gen + 1, REL);
         tlg_team_event(team, 1);
     } else {
@@ -249,19 +276,31 @@ bool tlg_barrier(tlg_thread *thr)
             uint32_t ev = atomic_load_explicit(&team->event, ACQ);
             if (atomic_load_explicit(&team->bar_gen, ACQ) != gen)
                 break;
+            if (cancellable && atomic_load_explicit(&team->cancelled, RLX))
+                break;
             tlg_wait_step(thr, ev, &spun, NULL);
         }
     }
     tlg_safe_point();
-    return atomic_load_explicit(&team->cancelled, RLX) != 0;
+    return cancelled(thr, cancellable);
+}
+
+void tlg_barrier(tlg_thread *thr)
+{
+    barrier(thr, false);
+}
+
+bool tlg_barrier_cancel(tlg_thread *thr)
+{
+    return barrier(thr, tlg_env_v.cancellation);
 }
 
 TLG_EXPORT void GOMP_barrier(void)
 {
-    tlg_barrier(tlg_self());
+    barrier(tlg_self(), false);
 }
 
 TLG_EXPORT bool GOMP_barrier_cancel(void)
 {
-    return tlg_barrier(tlg_self());
+    return tlg_barrier_cancel(tlg_self());
 }

@@ -514,6 +514,7 @@ void tlg_env_init(void)
             bad("THREADLAB_GOMP_TLS", t,
                 tl_ult_identity_supported() ? "identity, vp" : "vp (identities need x86-64 and no sanitizer)");
     }
+    e->task_fast = e->tls_mode == TLG_TLS_IDENTITY && !e->cancellation;
     find_places();
     const char *d = env("OMP_DISPLAY_ENV");
     if (d) {

@@ -117,6 +117,9 @@ typedef struct tlg_env {
     int display_affinity;     /* OMP_DISPLAY_AFFINITY */
     int display_env;          /* OMP_DISPLAY_ENV: 0, 1 true, 2 verbose */
     int tls_mode;             /* TLG_TLS_* (THREADLAB_GOMP_TLS) */
+    /* GOMP_task's fast path is open: identity mode, and no cancelled
+     * region or taskgroup to look for (OMP_CANCELLATION false) */
+    int task_fast;
     int dyn_explicit;         /* OMP_DYNAMIC was given */
     int quiet;                /* THREADLAB_GOMP_QUIET */
     unsigned nplaces;         /* one place per allowed CPU when bound */
@@ -199,6 +202,7 @@ typedef struct tlg_taskgroup {
     _Atomic long pending;     /* tasks of this group not finished */
     uintptr_t *reductions;    /* task reductions registered here (a chain) */
     int workshare;            /* created for a worksharing task reduction */
+    _Atomic int cancelled;    /* cancel taskgroup (parallel.c) */
 } tlg_taskgroup;
 
 struct tlg_dep_table;
@@ -231,6 +235,9 @@ typedef struct tlg_task {
      * other threads, which its creator leaves alone) are set up, by the
      * thread running it, when it creates its first child */
     unsigned char kids;
+    /* deferred, its arguments copied by cpyfn: it runs even once its
+     * region or taskgroup is cancelled (its body destroys the copies) */
+    unsigned char copied;
     /* line 3: its data environment and its own dependences (its parent's
      * table: addresses at dep_addr[0..ndeps), outs first) */
     tlg_icv icv;
@@ -287,6 +294,9 @@ typedef struct tlg_thread {
     tlg_task *task;           /* the task it runs now */
     /* work shares */
     int64_t ws_seq;           /* the next construct's sequence number */
+    /* it left a cancelled region: 1 + ws_seq then (0: it has not); the
+     * constructs from ws_seq on go on without it (tlg_ws_gone) */
+    _Atomic int64_t ws_gone;
     tlg_ws *ws;               /* the current one */
     unsigned long single_count;
     unsigned long static_trip;
@@ -366,8 +376,9 @@ struct tlg_team {
     _Atomic uint32_t finished TLG_ALIGNED;
     _Atomic int64_t ws_high;  /* the most constructs a worker used (said as it finishes: the master reads this line anyway) */
     _Atomic unsigned long single_count TLG_ALIGNED;
+    /* written only when a cancel construct fires (parallel.c) */
     _Atomic int cancelled;    /* cancel parallel */
-    _Atomic int ws_cancelled; /* cancel for / sections */
+    _Atomic int ws_cancelled; /* cancel for / sections: until the construct's barrier */
     uintptr_t *reductions;    /* GOMP_parallel_reductions */
     tlg_taskgroup *par_taskgroup;
     size_t cap;               /* threads this allocation holds */
@@ -451,8 +462,17 @@ extern int tlg_forked;
 
 /* The team barrier: every thread arrives, explicit tasks of the team run
  * meanwhile, and nobody leaves before all tasks created before it are
- * done. Returns true if the region was cancelled. */
-bool tlg_barrier(tlg_thread *thr);
+ * done. */
+void tlg_barrier(tlg_thread *thr);
+/* The cancellable barrier (GOMP_barrier_cancel, the ends of loops and
+ * sections that may be cancelled; one only while OMP_CANCELLATION is
+ * true): a cancel parallel releases its waiters, and a thread of a
+ * cancelled region does not arrive at all. True if the region was
+ * cancelled: the caller leaves it. */
+bool tlg_barrier_cancel(tlg_thread *thr);
+/* A team's next region starts after a cancelled one: threads left that
+ * region's barriers before everyone arrived, their counts stay. */
+void tlg_bar_reset(tlg_team *team);
 /* Nodes of the arrival tree of a team of n threads. */
 size_t tlg_bar_nodes(unsigned n);
 /* Wakes everything waiting on the team's event word. */
@@ -484,6 +504,13 @@ int tlg_ws_start(tlg_thread *thr);
 void tlg_ws_ready(tlg_thread *thr);
 /* Leaves the current one (nowait); the last thread frees what it holds. */
 void tlg_ws_end_nowait(tlg_thread *thr);
+/* Leaves it and waits at its barrier (cancellable: tlg_barrier_cancel);
+ * true if the region was cancelled. */
+bool tlg_ws_end(tlg_thread *thr, bool cancellable);
+/* The caller leaves its cancelled region (a cancellation point said so):
+ * it will never reach the constructs it has not reached, so their work
+ * shares do not wait for it to leave them. */
+void tlg_ws_gone(tlg_thread *thr);
 /* Makes the first n slots of the ring (those a region used) as new. */
 void tlg_ws_reset(tlg_team *team, unsigned n);
 /* A worksharing construct's start with its optional task reductions and
@@ -548,6 +575,25 @@ static inline int tlg_tasks_done(tlg_thread *thr, tlg_team *team)
         return 0;
     tlg_task_flush(thr);
     return atomic_load_explicit(&team->task_pending, ACQ) <= 0;
+}
+/* The taskgroup a cancel taskgroup in tg cancels: a worksharing
+ * construct's own taskgroup (for its task reductions) is the runtime's,
+ * the one around it the program's, as in libgomp. */
+static inline tlg_taskgroup *tlg_taskgroup_cancels(tlg_taskgroup *tg)
+{
+    return tg->workshare && tg->prev ? tg->prev : tg;
+}
+/* Whether a task of taskgroup tg (NULL: none) in team is not to start,
+ * or not to be created: its region or its taskgroup was cancelled, as
+ * libgomp asks. Only asked while OMP_CANCELLATION is true; outside any
+ * team nothing is cancelled. */
+static inline bool tlg_cancelled(tlg_team *team, tlg_taskgroup *tg)
+{
+    if (!team)
+        return false;
+    if (atomic_load_explicit(&team->cancelled, RLX))
+        return true;
+    return tg && atomic_load_explicit(&tlg_taskgroup_cancels(tg)->cancelled, RLX);
 }
 /* An implicit task ends (its region's tasks are all done). */
 void tlg_task_implicit_end(tlg_task *t);

@@ -107,16 +107,14 @@ TLG_EXPORT bool GOMP_loop_ordered_start(long start, long end, long incr, long sc
 
 TLG_EXPORT void GOMP_loop_end(void)
 {
-    tlg_thread *thr = tlg_self();
-    tlg_ws_end_nowait(thr);
-    tlg_barrier(thr);
+    tlg_ws_end(tlg_self(), false);
 }
 
+/* GCC's code leaves the region when this returns true: only a cancel
+ * parallel does that; a cancelled loop ends here (barrier.c). */
 TLG_EXPORT bool GOMP_loop_end_cancel(void)
 {
-    tlg_thread *thr = tlg_self();
-    tlg_ws_end_nowait(thr);
-    return tlg_barrier(thr);
+    return tlg_ws_end(tlg_self(), true);
 }
 
 TLG_EXPORT void GOMP_loop_end_nowait(void)

@@ -2,11 +2,35 @@
  * parallel.c - the parallel construct's entries, the legacy split pair,
  * the team inquiries of the omp_* API, and cancellation.
  *
- * Cancellation: with OMP_CANCELLATION unset or false (the default), the
- * cancel construct does nothing and cancellation points return false, as
- * OpenMP says. Actually cancelling (OMP_CANCELLATION=true and a cancel
- * construct that fires) is not implemented: it stops the program with a
- * message naming GOMP_cancel.
+ * Cancellation, as libgomp 12 does it. With OMP_CANCELLATION unset or
+ * false (the default; read at start-up) the cancel construct does nothing
+ * and cancellation points return false, and nothing else looks. With it
+ * true, a cancel construct sets a flag that only it writes, and the
+ * cancellation points read it (GCC's code then jumps to the construct's
+ * end):
+ *   parallel   team->cancelled: every thread of the team leaves at its
+ *              next cancellation point or cancellable barrier; the
+ *              waiters of such a barrier are woken and leave (barrier.c);
+ *              the region's tasks not started yet are discarded, and new
+ *              ones are not created (task.c). A thread that leaves so
+ *              says it will reach no further worksharing construct
+ *              (tlg_ws_gone), for those who have not seen the cancel
+ *              yet. Reset when the cached team starts its next region,
+ *              with its barrier's counts.
+ *   for, sections  team->ws_cancelled: threads skip the rest of the
+ *              construct at their next cancellation point in it; its
+ *              barrier's last arrival resets the flag, and its end
+ *              (GOMP_loop_end_cancel) answers false: GCC's code leaves the
+ *              region when it answers true, which only a cancel parallel
+ *              means. Orphaned outside any team: the caller alone skips.
+ *   taskgroup  the innermost taskgroup's flag (a worksharing construct's
+ *              own taskgroup's outer one): its tasks not started yet are
+ *              discarded, new ones not created; the one running ends at
+ *              its next cancellation point. Tasks outside any team run at
+ *              once and are not cancelled, as in libgomp.
+ * A discarded task completes without running (its dependences released,
+ * its taskgroup and parent told), unless cpyfn copied its arguments: its
+ * body destroys them, so it runs.
  */
 #define _GNU_SOURCE
 #include "gomp.h"
@@ -38,18 +62,58 @@ TLG_EXPORT void GOMP_parallel_end(void)
     tlg_parallel_end();
 }
 
+/* GOMP_cancel's and GOMP_cancellation_point's `which` (GCC's
+ * gomp-constants.h; loop is for and do) */
+#define TLG_CANCEL_PARALLEL 1
+#define TLG_CANCEL_LOOP 2
+#define TLG_CANCEL_SECTIONS 4
+#define TLG_CANCEL_TASKGROUP 8
+
 TLG_EXPORT bool GOMP_cancellation_point(int which)
 {
-    (void)which;
-    return false; /* nothing is ever cancelled (see above) */
+    if (TLG_LIKELY(!tlg_env_v.cancellation))
+        return false;
+    tlg_thread *thr = tlg_self();
+    tlg_team *team = thr->team;
+    if (which & (TLG_CANCEL_LOOP | TLG_CANCEL_SECTIONS))
+        return team && atomic_load_explicit(&team->ws_cancelled, RLX);
+    if (which & TLG_CANCEL_TASKGROUP) /* its tasks are cancelled with their parallel too */
+        return tlg_cancelled(team, thr->task->taskgroup);
+    if (!tlg_cancelled(team, NULL))
+        return false;
+    tlg_ws_gone(thr); /* GCC's code leaves the region */
+    return true;
 }
 
 TLG_EXPORT bool GOMP_cancel(int which, bool do_cancel)
 {
-    (void)which;
-    if (!tlg_env_v.cancellation || !do_cancel)
+    if (TLG_LIKELY(!tlg_env_v.cancellation))
         return false;
-    tlg_unsupported("GOMP_cancel", "cancelling a construct with OMP_CANCELLATION=true");
+    if (!do_cancel)
+        return GOMP_cancellation_point(which); /* an if clause that is false */
+    tlg_thread *thr = tlg_self();
+    tlg_team *team = thr->team;
+    if (which & (TLG_CANCEL_LOOP | TLG_CANCEL_SECTIONS)) {
+        if (team)
+            atomic_store_explicit(&team->ws_cancelled, 1, RLX);
+        return true;
+    }
+    if (which & TLG_CANCEL_TASKGROUP) {
+        tlg_taskgroup *tg = thr->task->taskgroup;
+        if (team && tg)
+            atomic_store_explicit(&tlg_taskgroup_cancels(tg)->cancelled, 1, RLX);
+        return true;
+    }
+    if (!team)
+        return true;
+    if (!atomic_load_explicit(&team->cancelled, RLX)) {
+        /* then the event: the Dekker pair with a cancellable barrier's
+         * waiters, which read the event, then the flag */
+        atomic_store_explicit(&team->cancelled, 1, SEQ);
+        tlg_team_event(team, 1);
+    }
+    tlg_ws_gone(thr);
+    return true;
 }
 
 /* ---- team inquiries ------------------------------------------------------------ */

@@ -39,16 +39,13 @@ TLG_EXPORT unsigned GOMP_sections_next(void)
 
 TLG_EXPORT void GOMP_sections_end(void)
 {
-    tlg_thread *thr = tlg_self();
-    tlg_ws_end_nowait(thr);
-    tlg_barrier(thr);
+    tlg_ws_end(tlg_self(), false);
 }
 
+/* as GOMP_loop_end_cancel */
 TLG_EXPORT bool GOMP_sections_end_cancel(void)
 {
-    tlg_thread *thr = tlg_self();
-    tlg_ws_end_nowait(thr);
-    return tlg_barrier(thr);
+    return tlg_ws_end(tlg_self(), true);
 }
 
 TLG_EXPORT void GOMP_sections_end_nowait(void)

@@ -693,6 +693,11 @@ static void task_finish(tlg_thread *thr, tlg_task *t);
 
 static void run_task(tlg_thread *thr, tlg_task *t)
 {
+    if (TLG_UNLIKELY(tlg_env_v.cancellation) && !t->copied && tlg_cancelled(t->team, t->taskgroup)) {
+        /* discarded: it completes without starting */
+        task_finish(thr, t);
+        return;
+    }
     tlg_task *prev = thr->task;
     t->thr = thr;
     thr->task = t;
@@ -1017,6 +1022,7 @@ static tlg_task *make_deferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cp
         thr->task = t; /* C++ copy constructors run as the task */
         cpyfn(arg, data);
         thr->task = t->parent;
+        t->copied = 1;
     } else {
         memcpy(arg, data, (size_t)arg_size);
     }
@@ -1158,6 +1164,8 @@ __attribute__((noinline)) static void task_general(tlg_fn fn, void *data, void (
                                                    void **depend, int priority, void *detach)
 {
     tlg_thread *thr = tlg_self();
+    if (TLG_UNLIKELY(tlg_env_v.cancellation) && tlg_cancelled(thr->team, thr->task->taskgroup))
+        return; /* a cancelled region or taskgroup creates no task */
     if (arg_align < 1)
         arg_align = 1;
     if (must_run_now(thr, if_clause)) {
@@ -1180,10 +1188,11 @@ TLG_EXPORT void GOMP_task(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), 
 {
     /* the fast path: a task without copy function, dependences or detach
      * run at once (undeferred, or past the cutoff with credit left), in
-     * identity mode: a TLS load, a few loads and stores, and a tail call
-     * with no call before it (so no registers to save: anything else,
-     * its first 16th task past the cutoff included, is task_general) */
-    tlg_thread *thr = tlg_env_v.tls_mode == TLG_TLS_IDENTITY ? tlg_tls_cur : NULL;
+     * identity mode and with OMP_CANCELLATION false (task_fast: one
+     * load): a TLS load, a few loads and stores, and a tail call with no
+     * call before it (so no registers to save: anything else, its first
+     * 16th task past the cutoff included, is task_general) */
+    tlg_thread *thr = tlg_env_v.task_fast ? tlg_tls_cur : NULL;
     if (TLG_LIKELY(thr && !cpyfn && !(flags & (TLG_TASK_DETACH | TLG_TASK_DEPEND))) &&
         run_now_cheap(thr, if_clause)) {
         run_inline(thr, fn, data, NULL, 1, flags);
@@ -1208,6 +1217,8 @@ TLG_EXPORT void GOMP_taskwait(void)
 void tlg_wait_deps(void **depend)
 {
     tlg_thread *thr = tlg_self();
+    if (TLG_UNLIKELY(tlg_env_v.cancellation) && tlg_cancelled(thr->team, thr->task->taskgroup))
+        return; /* as libgomp */
     if (thr->team)
         wait_for_deps(thr, depend);
 }
@@ -1224,15 +1235,21 @@ TLG_EXPORT void GOMP_taskyield(void)
 
 /* ---- taskgroup ----------------------------------------------------------------------- */
 
+static tlg_taskgroup *taskgroup_new(tlg_taskgroup *prev, int workshare)
+{
+    tlg_taskgroup *tg = tlg_malloc(sizeof *tg);
+    tg->prev = prev;
+    atomic_init(&tg->pending, 0);
+    tg->reductions = prev ? prev->reductions : NULL;
+    tg->workshare = workshare;
+    atomic_init(&tg->cancelled, 0);
+    return tg;
+}
+
 static void taskgroup_push(tlg_thread *thr, int workshare)
 {
     tlg_task *task = thr->task;
-    tlg_taskgroup *tg = tlg_malloc(sizeof *tg);
-    tg->prev = task->taskgroup;
-    atomic_init(&tg->pending, 0);
-    tg->reductions = tg->prev ? tg->prev->reductions : NULL;
-    tg->workshare = workshare;
-    task->taskgroup = tg;
+    task->taskgroup = taskgroup_new(task->taskgroup, workshare);
 }
 
 TLG_EXPORT void GOMP_taskgroup_start(void)
@@ -1345,10 +1362,7 @@ void tlg_reductions_free(uintptr_t *data)
 
 tlg_taskgroup *tlg_parallel_reductions_register(uintptr_t *data, unsigned nthreads)
 {
-    tlg_taskgroup *tg = tlg_malloc(sizeof *tg);
-    tg->prev = NULL;
-    atomic_init(&tg->pending, 0);
-    tg->workshare = 0;
+    tlg_taskgroup *tg = taskgroup_new(NULL, 0);
     reductions_register(data, NULL, NULL, nthreads);
     tg->reductions = data;
     return tg;
@@ -1472,7 +1486,10 @@ static void taskloop(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long 
     tlg_thread *thr = tlg_self();
     if (arg_align < 1)
         arg_align = 1;
-    if (n == 0) {
+    /* cancelled: no task (as libgomp: the region, or with nogroup the
+     * taskgroup the tasks would join; its own taskgroup is new) */
+    if (n == 0 || (TLG_UNLIKELY(tlg_env_v.cancellation) &&
+                   tlg_cancelled(thr->team, (flags & TLG_TASK_NOGROUP) ? thr->task->taskgroup : NULL))) {
         if ((flags & (TLG_TASK_NOGROUP | TLG_TASK_REDUCTION)) == TLG_TASK_REDUCTION)
             ((uintptr_t **)data)[2][2] = 0; /* tell GCC's code no registration happened */
         return;

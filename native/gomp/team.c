@@ -589,7 +589,15 @@ static void region_start(struct region *r)
         team->icv.nthreads = tlg_env_v.nthreads_list[team->level];
     if (team->level < tlg_env_v.bind_len)
         team->icv.bind = tlg_env_v.bind_list[team->level];
-    atomic_store_explicit(&team->bar_gen, 0, RLX); /* its nodes are all 0: every barrier completes */
+    /* its barrier's nodes are all 0 (every barrier completed), unless
+     * the last region was cancelled: then they go, and who left its work
+     * shares early (barrier.c, work.c) */
+    if (TLG_UNLIKELY(atomic_load_explicit(&team->cancelled, RLX))) {
+        tlg_bar_reset(team);
+        for (unsigned k = 0; k < team->cap; k++)
+            atomic_store_explicit(&member(team, k)->ws_gone, 0, RLX);
+    }
+    atomic_store_explicit(&team->bar_gen, 0, RLX);
     atomic_store_explicit(&team->event, 0, RLX);
     atomic_store_explicit(&team->nparked, 0, RLX);
     atomic_store_explicit(&team->task_pending, 0, RLX);

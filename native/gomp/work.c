@@ -12,6 +12,13 @@
  * TLG_WS_RING constructs; further than that it waits for the slot. The
  * thread that claims a slot frees what the previous construct held.
  *
+ * A cancel parallel lets threads leave the region without reaching the
+ * constructs after it (a cancellation point said so), while those that
+ * have not seen it yet go on: the slot of a construct that a thread gone
+ * so never reached is free once every thread it still counts is gone
+ * (tlg_ws_gone; without that, the 16th nowait construct after the cancel
+ * waited for ever).
+ *
  * A combined parallel loop or sections construct initialises slot 0
  * before the team starts (GOMP_parallel_loop_*): the threads then begin
  * with it as their current work share.
@@ -51,6 +58,40 @@ static void ws_clear(tlg_ws *ws)
     ws->task_reductions = NULL;
 }
 
+/* In a cancelled region, whether every thread that the caller's slot ws
+ * still counts in its previous construct has left the region without
+ * reaching it (they never will: tlg_ws_gone). Threads only join those
+ * gone, so a count read first cannot match a later tally too soon. */
+__attribute__((noinline)) static int ws_left_gone(tlg_thread *thr, tlg_ws *ws)
+{
+    tlg_team *team = thr->team;
+    if (!atomic_load_explicit(&team->cancelled, RLX))
+        return 0;
+    int64_t seq = thr->ws_seq - 1 - TLG_WS_RING;
+    unsigned left = atomic_load_explicit(&ws->left, SEQ), gone = 0;
+    for (unsigned k = 0; k < team->nthreads; k++) {
+        int64_t g = atomic_load_explicit(&team->threads[k]->ws_gone, SEQ);
+        gone += g && g - 1 <= seq;
+    }
+    return left == gone;
+}
+
+/* Whether every thread has left the previous construct of the caller's
+ * slot ws (tlg_ws_start). */
+static inline int ws_left(tlg_thread *thr, tlg_ws *ws)
+{
+    return atomic_load_explicit(&ws->left, SEQ) == 0 || (TLG_UNLIKELY(tlg_env_v.cancellation) && ws_left_gone(thr, ws));
+}
+
+static void ws_changed(tlg_team *team);
+
+void tlg_ws_gone(tlg_thread *thr)
+{
+    /* the Dekker pair with tlg_ws_start's waiter: say so, then wake */
+    atomic_store_explicit(&thr->ws_gone, thr->ws_seq + 1, SEQ);
+    ws_changed(thr->team);
+}
+
 int tlg_ws_start(tlg_thread *thr)
 {
     tlg_team *team = thr->team;
@@ -77,7 +118,7 @@ int tlg_ws_start(tlg_thread *thr)
         int64_t tag = atomic_load_explicit(&ws->tag, SEQ);
         if (tag == mine)
             return 0;
-        if (tag == prev && atomic_load_explicit(&ws->left, SEQ) == 0) {
+        if (tag == prev && ws_left(thr, ws)) {
             if (atomic_compare_exchange_strong_explicit(&ws->tag, &tag, s * 2, ACQ, RLX)) {
                 /* the slot is ours: what the previous construct held goes */
                 free(ws->mem);
@@ -103,7 +144,7 @@ int tlg_ws_start(tlg_thread *thr)
         } else {
             atomic_fetch_add_explicit(&team->nparked, 1, SEQ);
             int64_t again = atomic_load_explicit(&ws->tag, SEQ);
-            if (again != mine && !(again == prev && atomic_load_explicit(&ws->left, SEQ) == 0))
+            if (again != mine && !(again == prev && ws_left(thr, ws)))
                 tl_ult_wait(&team->event, ev);
             atomic_fetch_sub_explicit(&team->nparked, 1, RLX);
         }
@@ -137,6 +178,15 @@ void tlg_ws_end_nowait(tlg_thread *thr)
     thr->ws = NULL;
     if (atomic_fetch_sub_explicit(&ws->left, 1, SEQ) == 1)
         ws_changed(thr->team);
+}
+
+bool tlg_ws_end(tlg_thread *thr, bool cancellable)
+{
+    tlg_ws_end_nowait(thr);
+    if (cancellable)
+        return tlg_barrier_cancel(thr);
+    tlg_barrier(thr);
+    return false;
 }
 
 void tlg_ws_enter(tlg_thread *thr, tlg_ws_init_fn init, void *arg, uintptr_t *reductions, void **mem)

@@ -5,6 +5,7 @@
  * libthreadlab-gomp preloaded, by ctest (docs/omp-ult.md, "Tests").
  *
  *   omp_conformance [NAME...]     all checks, or the named ones
+ *   omp_conformance -PREFIX...    all checks but those whose names start so
  *
  * One line per check: "ok NAME" or "FAIL NAME: what"; exit status 0 when
  * all passed. The program is race-free (ThreadSanitizer builds run it).
@@ -12,7 +13,9 @@
  * OMP_MAX_ACTIVE_LEVELS and OMP_WAIT_POLICY itself and checks that the
  * runtime's ICVs agree (and OMP_TARGET_OFFLOAD: target_devices). Checks of threadprivate data across nested teams
  * run only where each OpenMP thread has TLS of its own (libgomp, and
- * libthreadlab-gomp in its identity mode).
+ * libthreadlab-gomp in its identity mode). The cancellation checks need
+ * OMP_CANCELLATION=true (read at start-up); without it they say "skip
+ * NAME".
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -30,6 +33,14 @@
 
 static int failures;
 static const char *current;
+/* set by a check that cannot run here: "skip NAME: why" */
+static const char *skip_why;
+
+#define SKIP(why)                                                                                           \
+    do {                                                                                                    \
+        skip_why = (why);                                                                                   \
+        return;                                                                                             \
+    } while (0)
 
 #define FAIL(...)                                                                                           \
     do {                                                                                                    \
@@ -1462,6 +1473,243 @@ static void check_lastprivate_scan(void)
     EXPECT(bad == 0 && x == 2016, "inclusive scan: %d wrong, total %d", bad, x);
 }
 
+/* ---- cancellation (OMP_CANCELLATION=true) ------------------------------------------------- */
+
+static int never; /* 0, which the compiler cannot know: cancel constructs that never fire */
+
+#define DO_PRAGMA(x) _Pragma(#x)
+/* A thread waits at cancellation points of construct KIND until one says
+ * it was cancelled (GCC's code then leaves the construct), or until the
+ * check's deadline, which only a runtime that does not cancel reaches:
+ * then it counts itself in *late. */
+#define AWAIT_CANCEL(kind, late)                                                                            \
+    do {                                                                                                    \
+        while (omp_get_wtime() < deadline) {                                                                \
+            DO_PRAGMA(omp cancellation point kind)                                                          \
+        }                                                                                                   \
+        __atomic_fetch_add(late, 1, __ATOMIC_RELAXED);                                                      \
+    } while (0)
+#define CANCEL_DEADLINE 10.0
+
+/* cancel parallel: the threads waiting in a cancellable barrier leave it
+ * (none passes it), the others leave at their cancellation points, the
+ * region's tasks not started are discarded; threads that have not seen
+ * the cancel go on, through more nowait loops than libthreadlab-gomp's
+ * ring of work shares holds (a construct's work share waits for the
+ * threads of the one 16 before, which the canceller never reaches); the
+ * team's next region (the same size: the runtime's cached team) is
+ * whole, its barriers counting every thread again. */
+static void check_cancel_parallel(void)
+{
+    if (!omp_get_cancellation())
+        SKIP("omp_get_cancellation() is false (run with OMP_CANCELLATION=true)");
+    double deadline = omp_get_wtime() + CANCEL_DEADLINE;
+    int n = 0, waiting = 0, passed = 0;
+#pragma omp parallel
+    {
+        if (omp_get_thread_num() == 0) {
+            n = omp_get_num_threads();
+            /* the others wait in the barrier 50 ms later, most likely
+             * (if not, they find the region cancelled as they come) */
+            while (__atomic_load_n(&waiting, __ATOMIC_RELAXED) < n - 1 && omp_get_wtime() < deadline)
+                ;
+            for (double t = omp_get_wtime(); omp_get_wtime() < t + 0.05;)
+                ;
+#pragma omp cancel parallel
+        }
+        __atomic_fetch_add(&waiting, 1, __ATOMIC_RELAXED);
+#pragma omp barrier
+        __atomic_fetch_add(&passed, 1, __ATOMIC_RELAXED);
+    }
+    EXPECT(passed == 0 && waiting == n - 1, "cancel parallel: %d of %d threads passed the barrier, %d reached it",
+           passed, n, waiting);
+
+    int arrived = 0, early = 0, whole = 0, m = 0;
+#pragma omp parallel reduction(+ : early, whole)
+    {
+        for (int phase = 1; phase <= 3; phase++) {
+            __atomic_fetch_add(&arrived, 1, __ATOMIC_RELAXED);
+#pragma omp barrier
+            early += __atomic_load_n(&arrived, __ATOMIC_RELAXED) < phase * omp_get_num_threads();
+#pragma omp barrier
+        }
+#pragma omp cancel parallel if (never)
+        whole++;
+        if (omp_get_thread_num() == 0)
+            m = omp_get_num_threads();
+    }
+    EXPECT(m == n && early == 0 && whole == n,
+           "the region after a cancelled one: %d threads (%d before), %d left a barrier early, %d of them ended it",
+           m, n, early, whole);
+
+    int tasks_ran = 0, after_cancel = 0, late = 0;
+#pragma omp parallel
+    {
+        if (omp_get_thread_num() == 0) {
+            /* queued: the others wait at cancellation points, no task
+             * scheduling point, so none starts before the cancel */
+            for (int i = 0; i < 10; i++) {
+#pragma omp task
+                __atomic_fetch_add(&tasks_ran, 1, __ATOMIC_RELAXED);
+            }
+#pragma omp cancel parallel
+            __atomic_fetch_add(&after_cancel, 1, __ATOMIC_RELAXED);
+        } else {
+            AWAIT_CANCEL(parallel, &late);
+        }
+    }
+    EXPECT(tasks_ran == 0 && after_cancel == 0 && late == 0,
+           "cancel parallel: %d of 10 queued tasks ran, the canceller went on %d times, %d threads never saw it",
+           tasks_ran, after_cancel, late);
+
+    int cancelling = 0, iterations = 0;
+#pragma omp parallel
+    {
+        if (omp_get_thread_num() == 0) {
+            __atomic_store_n(&cancelling, 1, __ATOMIC_RELEASE);
+#pragma omp cancel parallel
+        }
+        while (!__atomic_load_n(&cancelling, __ATOMIC_ACQUIRE))
+            ;
+        for (int j = 0; j < 40; j++) {
+#pragma omp for schedule(dynamic) nowait
+            for (int i = 0; i < 4; i++)
+                __atomic_fetch_add(&iterations, 1, __ATOMIC_RELAXED);
+        }
+    }
+    EXPECT(iterations == (n > 1 ? 160 : 0), "after a cancel parallel, 40 nowait loops ran %d of %d iterations",
+           iterations, n > 1 ? 160 : 0);
+}
+
+/* cancel for (static, inline in GCC's code; dynamic, from the runtime)
+ * and cancel sections: the first iteration (section) cancels, each other
+ * thread's first waits for that at its cancellation points, so no thread
+ * starts a second one; the construct's end does not leave the region (a
+ * cancel parallel that never fires makes it the cancellable end), and the
+ * next loop runs whole, its cancellation points answering false. */
+static void check_cancel_for_sections(void)
+{
+    if (!omp_get_cancellation())
+        SKIP("omp_get_cancellation() is false (run with OMP_CANCELLATION=true)");
+    double deadline = omp_get_wtime() + CANCEL_DEADLINE;
+    int n = 0, st = 0, dy = 0, se = 0, st_late = 0, dy_late = 0, se_late = 0, on = 0, after = 0, next = 0;
+#pragma omp parallel
+    {
+#pragma omp single
+        n = omp_get_num_threads();
+#pragma omp for schedule(static)
+        for (int i = 0; i < 1000; i++) {
+            __atomic_fetch_add(&st, 1, __ATOMIC_RELAXED);
+#pragma omp cancel for if (i == 0)
+            AWAIT_CANCEL(for, &st_late);
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int i = 0; i < 1000; i++) {
+            __atomic_fetch_add(&dy, 1, __ATOMIC_RELAXED);
+#pragma omp cancel for if (i == 0)
+            AWAIT_CANCEL(for, &dy_late);
+        }
+#pragma omp sections
+        {
+#pragma omp section
+            {
+                __atomic_fetch_add(&se, 1, __ATOMIC_RELAXED);
+#pragma omp cancel sections
+                __atomic_fetch_add(&on, 1, __ATOMIC_RELAXED);
+            }
+#pragma omp section
+            {
+                __atomic_fetch_add(&se, 1, __ATOMIC_RELAXED);
+                AWAIT_CANCEL(sections, &se_late);
+            }
+#pragma omp section
+            {
+                __atomic_fetch_add(&se, 1, __ATOMIC_RELAXED);
+                AWAIT_CANCEL(sections, &se_late);
+            }
+#pragma omp section
+            {
+                __atomic_fetch_add(&se, 1, __ATOMIC_RELAXED);
+                AWAIT_CANCEL(sections, &se_late);
+            }
+        }
+        __atomic_fetch_add(&after, 1, __ATOMIC_RELAXED);
+#pragma omp for schedule(dynamic, 7)
+        for (int i = 0; i < 1000; i++) {
+            /* GCC drops the cancellation points of a loop with no cancel */
+#pragma omp cancel for if (never)
+#pragma omp cancellation point for
+            __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+        }
+#pragma omp cancel parallel if (never)
+    }
+    EXPECT(st >= 1 && st <= n && dy >= 1 && dy <= n && st_late == 0 && dy_late == 0,
+           "cancel for: %d (static) and %d (dynamic) iterations started by %d threads, %d and %d never saw the cancel",
+           st, dy, n, st_late, dy_late);
+    EXPECT(se >= 1 && se <= n && on == 0 && se_late == 0,
+           "cancel sections: %d of 4 sections started by %d threads, the canceller went on %d times, %d never saw it",
+           se, n, on, se_late);
+    EXPECT(after == n && next == 1000, "after them: %d of %d threads went on, the next loop ran %d of 1000", after, n,
+           next);
+}
+
+/* cancel taskgroup: the first of its tasks to start cancels, any other
+ * started meanwhile waits for that at its cancellation points (so at
+ * most one per thread starts), the rest are discarded, and its thread
+ * creates no more; a task whose firstprivate copies were made (cpyfn) runs
+ * anyway (its body owns them, as libgomp has it); the next taskgroup and
+ * the region are not cancelled. */
+static void check_cancel_taskgroup(void)
+{
+    if (!omp_get_cancellation())
+        SKIP("omp_get_cancellation() is false (run with OMP_CANCELLATION=true)");
+    double deadline = omp_get_wtime() + CANCEL_DEADLINE;
+    int n = 0, started = 0, on = 0, late = 0, created_late = 0, copied = 0, next = 0, region = 0;
+    int len = 3 + never;
+#pragma omp parallel reduction(+ : region)
+    {
+#pragma omp single
+        {
+            n = omp_get_num_threads();
+#pragma omp taskgroup
+            {
+                int vla[len];
+                for (int i = 0; i < len; i++)
+                    vla[i] = i;
+#pragma omp task firstprivate(vla)
+                __atomic_fetch_add(&copied, vla[2] == 2, __ATOMIC_RELAXED);
+                for (int i = 0; i < 16; i++) {
+#pragma omp task
+                    {
+                        if (__atomic_fetch_add(&started, 1, __ATOMIC_RELAXED) == 0) {
+#pragma omp cancel taskgroup
+                            __atomic_fetch_add(&on, 1, __ATOMIC_RELAXED);
+                        }
+                        AWAIT_CANCEL(taskgroup, &late);
+                    }
+                }
+                /* every child has started (so one cancelled) or was discarded */
+#pragma omp taskwait
+#pragma omp task
+                __atomic_fetch_add(&created_late, 1, __ATOMIC_RELAXED);
+            }
+#pragma omp taskgroup
+            for (int i = 0; i < 8; i++) {
+#pragma omp task
+                __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+            }
+        }
+        region++;
+    }
+    EXPECT(started >= 1 && started <= n && on == 0 && late == 0,
+           "cancel taskgroup: %d of 16 tasks started on %d threads, the canceller went on %d times, %d never saw it",
+           started, n, on, late);
+    EXPECT(created_late == 0 && copied == 1 && next == 8 && region == n,
+           "cancel taskgroup: a task created after it ran %d times, the copying one %d, the next taskgroup's %d of 8, "
+           "the region went on in %d of %d threads",
+           created_late, copied, next, region, n);
+}
+
 /* Back-to-back short regions, some with a late first task: a thread of
  * a team may still be leaving one region (on another VP, wearing its TLS
  * identity) when its successor of the next region, wearing the same
@@ -1911,22 +2159,29 @@ static const struct {
     {"target_data", check_target_data},
     {"target_memory", check_target_memory},
     {"target_devices", check_target_devices},
+    {"cancel_parallel", check_cancel_parallel},
+    {"cancel_for_sections", check_cancel_for_sections},
+    {"cancel_taskgroup", check_cancel_taskgroup},
 };
 
 int main(int argc, char **argv)
 {
     int ran = 0;
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
-        int wanted = argc < 2;
+        int wanted = argc < 2 || argv[1][0] == '-';
         for (int a = 1; a < argc; a++)
-            if (!strcmp(argv[a], checks[i].name))
-                wanted = 1;
+            if (argv[a][0] == '-' ? !strncmp(argv[a] + 1, checks[i].name, strlen(argv[a] + 1))
+                                  : !strcmp(argv[a], checks[i].name))
+                wanted = argv[a][0] != '-';
         if (!wanted)
             continue;
         current = checks[i].name;
         int before = failures;
+        skip_why = NULL;
         checks[i].fn();
-        if (failures == before)
+        if (skip_why)
+            printf("skip %s: %s\n", checks[i].name, skip_why);
+        else if (failures == before)
             printf("ok %s\n", checks[i].name);
         fflush(stdout);
         ran++;

@@ -32,7 +32,6 @@
 #include <getopt.h>
 #include <limits.h>
 #include <sched.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -40,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -882,21 +882,45 @@ static void guard_arena(manager *m, uint64_t now)
 
 /* A process that cuts the arena's file short (ftruncate: a bug, a stray
  * tool) turns the manager's next access past the new end into SIGBUS.  The
- * manager touches the arena only with arena_jump set: the fault comes back
- * there, and regrow_arena() restores the size and carries on. */
-static sigjmp_buf arena_jump;
-static volatile sig_atomic_t arena_jump_set;
-static const char *arena_base;
+ * handler gives the file its size back and returns, so the access is made
+ * again and reads zeros, as if another process had written them: the
+ * manager survives that anyway (guard_arena repairs the header).  It does
+ * not jump out of the fault: that left held whatever lock the access ran
+ * under (ThreadSanitizer's lock on an atomic's address hung the manager
+ * for ever; a stdio lock would do the same), and it neither logs nor
+ * clears slots, which the loop does after (after_arena_cut).  The manager
+ * is one thread: only its own accesses fault, and the loop reads what the
+ * handler wrote between them. */
+static volatile sig_atomic_t arena_guarded;
+static int arena_fd = -1;
+static char *arena_base;
 static size_t arena_bytes;
+static volatile sig_atomic_t arena_cuts;   /* faults the handler repaired */
+static volatile off_t arena_cut_to = -1;   /* the shortest size it found since the loop last looked */
+static volatile sig_atomic_t arena_lost;   /* errno of an ftruncate that failed */
 
 static void on_arena_fault(int sig, siginfo_t *info, void *context)
 {
     (void)context;
-    const char *at = info->si_addr;
+    char *at = info->si_addr;
     int fault = info->si_code > 0; /* raised by an access, not sent with kill() (si_addr is then no address) */
-    if (fault && arena_jump_set && at >= arena_base && at < arena_base + arena_bytes) {
-        arena_jump_set = 0;
-        siglongjmp(arena_jump, 1);
+    if (fault && arena_guarded && at >= arena_base && at < arena_base + arena_bytes) {
+        int saved_errno = errno;
+        struct stat st;
+        off_t cut = fstat(arena_fd, &st) == 0 ? st.st_size : 0;
+        if (arena_cut_to < 0 || cut < arena_cut_to)
+            arena_cut_to = cut;
+        if (ftruncate(arena_fd, (off_t)arena_bytes) != 0) {
+            /* The access must complete: private zeros take the file's
+             * place, and the loop stops (the arena cannot be kept). */
+            arena_lost = errno ? errno : EIO;
+            if (mmap(arena_base, arena_bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                     0) == MAP_FAILED)
+                signal(sig, SIG_DFL); /* the access faults again, now fatally */
+        }
+        arena_cuts++;
+        errno = saved_errno;
+        return;
     }
     /* Not the arena: the default action, on the faulting access itself
      * when the handler returns, or now for a signal that was sent. */
@@ -907,33 +931,38 @@ static void on_arena_fault(int sig, siginfo_t *info, void *context)
 
 static void guard_arena_faults(const manager *m)
 {
-    arena_base = (const char *)m->arena.hdr;
+    arena_base = (char *)m->arena.hdr;
     arena_bytes = m->arena.size;
+    arena_fd = m->arena.fd;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_arena_fault;
     sa.sa_flags = SA_SIGINFO;
     sigaction(SIGBUS, &sa, NULL);
+    arena_guarded = 1;
 }
 
-/* After a SIGBUS in the arena: gives the file its size back.  What was cut
- * reads as zeros: a cut header is then repaired by guard_arena(), and the
- * slots that lost any byte are cleared (FREE), so their programs register
- * anew.  Returns -1 when the size cannot be restored. */
-static int regrow_arena(manager *m)
+/* After the handler regrew the arena: logs it and clears the slots that
+ * lost any byte (what was cut reads as zeros; a cut header is repaired by
+ * guard_arena()), so their programs register anew.  Returns -1 when the
+ * size could not be restored. */
+static int after_arena_cut(manager *m, unsigned *seen)
 {
-    struct stat st;
-    off_t cut = fstat(m->arena.fd, &st) == 0 ? st.st_size : 0;
-    if (ftruncate(m->arena.fd, (off_t)m->arena.size) != 0) {
+    if ((unsigned)arena_cuts == *seen)
+        return 0;
+    *seen = (unsigned)arena_cuts;
+    off_t cut = arena_cut_to;
+    arena_cut_to = -1;
+    if (arena_lost) {
         logmsg("the arena %s was cut to %lld of its %zu bytes by another process, and its size cannot be "
-               "restored (%s): stopping", m->arena.name, (long long)cut, m->arena.size, strerror(errno));
+               "restored (%s): stopping", m->arena.name, (long long)cut, m->arena.size, strerror(arena_lost));
         return -1;
     }
     unsigned cleared = 0;
     for (unsigned i = 0; i < m->arena.nslots; i++) {
         tl_rm_slot *s = &m->arena.slots[i];
         off_t end = (off_t)((const char *)(s + 1) - (const char *)m->arena.hdr);
-        if (end > cut) {
+        if (cut >= 0 && end > cut) {
             memset(s, 0, sizeof *s);
             m->known_arrival[i] = 0;
             m->claimed_since[i] = 0;
@@ -1353,17 +1382,15 @@ static int manager_init(manager *m, const options *o, char *err, size_t errlen)
 static int manager_loop(manager *m)
 {
     tl_rm_header *h = m->arena.hdr;
-    /* volatile: kept across a return to arena_jump */
-    volatile uint64_t next_tick = tl_rm_now_ns();
-    volatile uint64_t next_owner_check = 0;
-    volatile uint64_t next_death_check = 0;
-    volatile uint32_t seen_wake = 0;
+    uint64_t next_tick = tl_rm_now_ns();
+    uint64_t next_owner_check = 0;
+    uint64_t next_death_check = 0;
+    unsigned cuts_seen = 0;
     guard_arena_faults(m);
-    if (sigsetjmp(arena_jump, 1) && regrow_arena(m) != 0)
-        return -1;
-    arena_jump_set = 1;
-    seen_wake = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
+    uint32_t seen_wake = __atomic_load_n(&h->wake, __ATOMIC_ACQUIRE);
     while (!stop_signal) {
+        if (after_arena_cut(m, &cuts_seen) != 0)
+            return -1;
         uint64_t now = tl_rm_now_ns();
         if (m->owner && now >= next_owner_check) {
             if (!tl_rm_proc_alive(m->owner, m->owner_start)) {
@@ -1395,6 +1422,8 @@ static int manager_loop(manager *m)
             }
             seen_wake = wake;
         }
+        if (after_arena_cut(m, &cuts_seen) != 0)
+            return -1;
         guard_arena(m, now);
         apply_control(m);
         if (tick) {
@@ -1410,7 +1439,6 @@ static int manager_loop(manager *m)
         schedule(m, tick);
         __atomic_store_n(&h->manager_heartbeat_ns, tl_rm_now_ns(), __ATOMIC_RELEASE);
     }
-    arena_jump_set = 0;
     return 0;
 }
 
@@ -1418,18 +1446,16 @@ static void manager_shutdown(manager *m, const options *o)
 {
     tl_rm_header *h = m->arena.hdr;
     if (h) {
-        /* A cut arena is past helping here: it is removed all the same. */
-        if (!sigsetjmp(arena_jump, 1)) {
-            arena_jump_set = 1;
-            __atomic_store_n(&h->manager_state, TL_RM_MANAGER_STOPPED, __ATOMIC_RELEASE);
-            /* Applications waiting for an allocation stop waiting. */
-            for (unsigned i = 0; i < m->arena.nslots; i++)
-                tl_rm_futex_wake(&m->arena.slots[i].epoch, INT_MAX);
-        }
-        arena_jump_set = 0;
+        /* A cut arena is regrown by the fault handler (if the loop ran) and
+         * removed all the same. */
+        __atomic_store_n(&h->manager_state, TL_RM_MANAGER_STOPPED, __ATOMIC_RELEASE);
+        /* Applications waiting for an allocation stop waiting. */
+        for (unsigned i = 0; i < m->arena.nslots; i++)
+            tl_rm_futex_wake(&m->arena.slots[i].epoch, INT_MAX);
         /* A fresh start makes a fresh arena; running applications noticed
          * STOPPED and run unmanaged until they find the next one. */
         tl_rm_unlink(o->arena);
+        arena_guarded = 0;
         tl_rm_close(&m->arena);
     }
     if (m->wrote_pidfile)

@@ -301,5 +301,6 @@ int threadlab_gomp_managed(void);    /* 1 while threadlab-rm manages the process
 int threadlab_gomp_active_vps(void); /* VPs running now (0 before the first team) */
 int threadlab_gomp_vp(void);         /* the VP running the caller, -1 outside */
 unsigned long threadlab_gomp_workdesc_regions(void); /* parallel loops run as work descriptors */
+unsigned long threadlab_gomp_docked_starts(void);   /* workers that ran a region they waited for (docked) */
 
 #endif

@@ -486,6 +486,9 @@ void tlg_env_init(void)
         e->spin_ns = 0;
     if (parse_uint("THREADLAB_GOMP_SPIN_US", 0, 10000000, &u, "microseconds, a non-negative integer"))
         e->spin_ns = (uint64_t)u * 1000u;
+    e->dock_ns = e->spin_ns ? UINT64_MAX : 0; /* passive: workers never wait for the next region */
+    if (parse_uint("THREADLAB_GOMP_DOCK_US", 0, 10000000, &u, "microseconds, a non-negative integer"))
+        e->dock_ns = (uint64_t)u * 1000u;
     if (parse_bool("OMP_CANCELLATION", &b))
         e->cancellation = b;
     if (parse_uint("OMP_MAX_TASK_PRIORITY", 0, INT_MAX, &u, "a non-negative integer"))

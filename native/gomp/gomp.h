@@ -108,6 +108,7 @@ typedef struct tlg_env {
     size_t stacksize;         /* OMP_STACKSIZE (0: TLG_DEFAULT_STACK) */
     int wait_policy;          /* -1 unset, 0 passive, 1 active */
     uint64_t spin_ns;         /* how long a waiter spins before it parks */
+    uint64_t dock_ns;         /* how long a worker waits for its team's next region (UINT64_MAX: as an idle VP spins) */
     int cancellation;         /* OMP_CANCELLATION */
     int max_task_priority;
     int target_offload;       /* OMP_TARGET_OFFLOAD: TLG_OFFLOAD_* */
@@ -284,6 +285,10 @@ typedef struct tlg_thread {
      * leaves before the region's first task, which tlg_recall_workers
      * turns into TLG_END_RECALLED to run tasks in its place */
     _Atomic int end_state;
+    /* a worker of a top-level team at the region's end waits a while for
+     * the team's next region (TLG_DOCK_*, team.c) wearing dock_identity */
+    _Atomic uint32_t dock;
+    tl_ult_identity *dock_identity;
     tl_ult_identity *identity;
     tl_ult_spawn start;       /* its ULT, made by the VP it starts on (spawn) */
     unsigned level;           /* omp_get_level */
@@ -382,6 +387,7 @@ struct tlg_team {
     uintptr_t *reductions;    /* GOMP_parallel_reductions */
     tlg_taskgroup *par_taskgroup;
     size_t cap;               /* threads this allocation holds */
+    int dock;                 /* this region's workers may wait for its next (team.c: docking) */
     unsigned ws_dirty;        /* slots of the work-share ring used since tlg_ws_reset (the first ws_dirty) */
     tlg_ws ws[TLG_WS_RING];
     tlg_thread *threads[];    /* [nthreads] */

@@ -4,7 +4,9 @@
  * Threads. Every OpenMP thread but the initial one is a ULT of
  * libthreadlab-ult, created when its team starts (a descriptor from a
  * per-VP cache and a stack from a per-VP cache: no kernel thread, no
- * system call) and ended when the region ends. Its tlg_thread is the ULT's
+ * system call) and ended when the region ends, unless it waits for its
+ * team's next region and runs it (a top-level team's worker: docking,
+ * below). Its tlg_thread is the ULT's
  * local pointer. The master of a team is the encountering thread itself:
  * the main thread is the primordial ULT of VP 0 (the runtime starts on
  * the first team, from the main thread); another kernel thread that
@@ -27,15 +29,16 @@
  * Teams. A team is one allocation (team, then its threads' states),
  * cached by the master for its next region. The region ends with a final
  * barrier that only the master waits in: a worker that arrives runs tasks
- * while any is pending, counts itself finished and exits (once the region
- * has tasks, it stays until the master arrives; one that left before the
- * first task is recalled by its creator: tlg_recall_workers).
+ * while any is pending, counts itself finished and exits or docks (once
+ * the region has tasks, it stays until the master arrives; one that left
+ * before the first task is recalled by its creator: tlg_recall_workers).
  */
 #define _GNU_SOURCE
 #include "gomp.h"
 
 #include <errno.h>
 #include <omp.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -72,7 +75,11 @@ static struct {
     _Atomic unsigned nretired;
     unsigned retired_cap;
     _Atomic unsigned busy;    /* OpenMP threads of the program's initial group (thread-limit-var) */
+    uint64_t dock_ns;         /* how long a worker waits for its team's next region (0: never) */
+    _Atomic unsigned long docked; /* workers that ran a region they waited for (threadlab_gomp_docked_starts) */
 } rt = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = 1};
+
+static void undock_team(tlg_team *team);
 
 /* The state of a kernel thread (or a TLS identity) outside any team; the
  * current state of the OpenMP thread whose TLS this is (identity mode,
@@ -192,7 +199,11 @@ void tlg_init(void)
         if (cfg.nvps > ncpu) {
             cfg.spin_us = 0;
             tlg_env_v.spin_ns = 0;
+            tlg_env_v.dock_ns = 0;
         }
+        /* a docked worker spins in its VP's place: as long as the VP
+         * would, idle, before it sleeps */
+        rt.dock_ns = tlg_env_v.dock_ns == UINT64_MAX ? (uint64_t)cfg.spin_us * 1000u : tlg_env_v.dock_ns;
         /* the main thread becomes VP 0's primordial ULT; any other thread
          * may exit, so it stays external */
         cfg.external = syscall(SYS_gettid) != getpid();
@@ -304,6 +315,11 @@ int tlg_pause(void)
         return -1; /* in a region: its threads are in use */
     if (!tlg_ult_ready() || tlg_env_v.tls_mode != TLG_TLS_IDENTITY)
         return 0;
+    /* its own workers waiting for its next region go (they wear the
+     * identities retired below); another kernel thread's go within
+     * dock_ns, and their identities once unworn (retired_sweep) */
+    if (tlg_self()->cached_team)
+        undock_team(tlg_self()->cached_team);
     pthread_mutex_lock(&rt.lock);
     atomic_fetch_add_explicit(&rt.top_gen, 1, SEQ);
     if (atomic_load_explicit(&rt.top_active, SEQ) == 0) {
@@ -453,8 +469,17 @@ static void thread_parts_free(tlg_thread *t)
     }
 }
 
+static void undock(tlg_thread *m, int wait);
+
+static void undock_team(tlg_team *team)
+{
+    for (unsigned k = 1; k < team->cap; k++)
+        undock(member(team, k), 1);
+}
+
 static void team_free(tlg_team *team)
 {
+    undock_team(team);
     for (unsigned k = 0; k < team->cap; k++)
         thread_parts_free(member(team, k));
     tlg_task_team_fini(team);
@@ -508,9 +533,125 @@ struct region {
     uintptr_t *reductions;
     tlg_team *team;      /* set by region_start */
     tlg_thread *master_prev;
+    int workdesc;        /* its parts run as a work descriptor (tlg_parallel_workdesc) */
 };
 
-static void worker_end(tlg_thread *me, int for_master);
+static int worker_end(tlg_thread *me, int for_master);
+static int dock_wait(tlg_thread *me);
+
+/* ---- docking: workers that wait for their team's next region ------------------
+ *
+ * A worker of a top-level team (identity mode) that reaches the region's
+ * end docks: it says so on its state's dock word before it counts itself
+ * finished, then spins there, wearing its identity, for as long as an idle
+ * VP would spin before it sleeps (rt.dock_ns). The master of the team's
+ * next region claims it (WAITING -> CLAIMED, in region_start, if it wears
+ * the identity the region gives thread k) and, once every member is set
+ * up, releases it (GO): one store where making a ULT took a request to the
+ * worker's VP, a stack, a switch and an exit. A docked worker leaves on
+ * its own (WAITING -> NONE, the CAS deciding against a claim) when its
+ * time is up or its VP has other work (tl_ult_vp_wanted: queued threads, a
+ * work descriptor, a stop by the manager). Told to go (EVICT) by a master
+ * that needs the identity for something else (a work-descriptor region, a
+ * recalled worker, an identity of a new generation) or frees the team (its
+ * dock word is the team's memory, so team_free waits for the answer,
+ * NONE), it says NONE and exits. libgomp's threads wait so for their
+ * next region (its pool's dock barrier); here they give the VP back to
+ * anything else that wants it.
+ */
+enum { TLG_DOCK_NONE, TLG_DOCK_WAITING, TLG_DOCK_CLAIMED, TLG_DOCK_GO, TLG_DOCK_EVICT };
+
+/* The worker, before it counts itself finished: 1 when it docked. */
+static int dock_enter(tlg_thread *me)
+{
+    me->dock_identity = me->identity;
+    uint32_t s = TLG_DOCK_NONE;
+    if (atomic_compare_exchange_strong_explicit(&me->dock, &s, TLG_DOCK_WAITING, REL, RLX))
+        return 1;
+    /* a recall told it to go before it docked */
+    atomic_store_explicit(&me->dock, TLG_DOCK_NONE, REL);
+    return 0;
+}
+
+/* The docked worker: 1 when claimed for the next region (its state is set
+ * up), 0 when it leaves (it must then touch nothing of the team). */
+static int dock_wait(tlg_thread *me)
+{
+    uint64_t since = 0;
+    for (unsigned i = 1;; i++) {
+        uint32_t s = atomic_load_explicit(&me->dock, ACQ);
+        if (s == TLG_DOCK_GO) {
+            atomic_store_explicit(&me->dock, TLG_DOCK_NONE, RLX);
+            return 1;
+        }
+        if (s == TLG_DOCK_EVICT) {
+            atomic_store_explicit(&me->dock, TLG_DOCK_NONE, REL);
+            return 0;
+        }
+        /* its VP wanted: looked at every 16th pause; the clock (a
+         * dock lasts tens of microseconds) every 128th */
+        if (s == TLG_DOCK_WAITING && !(i & 15)) {
+            int over = 0;
+            if (!(i & 127)) {
+                uint64_t now = tlg_now_ns();
+                if (!since)
+                    since = now;
+                over = now - since >= rt.dock_ns;
+            }
+            if (over || tl_ult_vp_wanted()) {
+                if (atomic_compare_exchange_strong_explicit(&me->dock, &s, TLG_DOCK_NONE, REL, RLX))
+                    return 0;
+                continue; /* claimed or told to go meanwhile */
+            }
+        }
+        tl_cpu_relax();
+    }
+}
+
+/* A recalled worker's ULT that left (worker_end) must not dock, or go if
+ * it did: its successor needs the identity. It has not counted itself
+ * finished again, so it reaches dock_enter and answers. */
+static void undock_recalled(tlg_thread *m)
+{
+    uint32_t s = atomic_load_explicit(&m->dock, ACQ);
+    while ((s == TLG_DOCK_WAITING || s == TLG_DOCK_NONE) &&
+           !atomic_compare_exchange_weak_explicit(&m->dock, &s, TLG_DOCK_EVICT, ACQREL, ACQ))
+        ;
+}
+
+/* The master, for member m of a region it starts (m's identity set). */
+static void dock_claim(tlg_team *team, tlg_thread *m)
+{
+    uint32_t s = atomic_load_explicit(&m->dock, ACQ);
+    if (s != TLG_DOCK_WAITING)
+        return;
+    if (team->dock && m->dock_identity == m->identity)
+        atomic_compare_exchange_strong_explicit(&m->dock, &s, TLG_DOCK_CLAIMED, ACQ, RLX); /* lost: it left */
+    else
+        undock(m, 0);
+}
+
+/* Tells a docked worker to go; with wait, until it has (and any told
+ * before). */
+static void undock(tlg_thread *m, int wait)
+{
+    uint32_t s = TLG_DOCK_WAITING;
+    atomic_compare_exchange_strong_explicit(&m->dock, &s, TLG_DOCK_EVICT, ACQREL, ACQ);
+    if (!wait)
+        return;
+    if (tlg_forked) { /* the child has no VPs: nobody is docked */
+        atomic_store_explicit(&m->dock, TLG_DOCK_NONE, RLX);
+        return;
+    }
+    for (unsigned n = 0; atomic_load_explicit(&m->dock, ACQ) == TLG_DOCK_EVICT; n++) {
+        if (tl_ult_self())
+            tl_ult_yield();
+        else if (n < 64)
+            tl_cpu_relax();
+        else
+            sched_yield();
+    }
+}
 
 /* Thread m's state for its team's region, but what others may read before
  * it runs (team, id, end_state, identity: region_start). Each worker sets
@@ -559,12 +700,13 @@ static void show_affinity(tlg_thread *m)
 static void *worker_main(void *p)
 {
     tlg_thread *me = p;
-    tlg_set_current(me);
-    tlg_team *team = me->team;
-    member_init(team, me);
-    show_affinity(me);
-    team->fn(team->data);
-    worker_end(me, 1);
+    do {
+        tlg_set_current(me);
+        tlg_team *team = me->team;
+        member_init(team, me);
+        show_affinity(me);
+        team->fn(team->data);
+    } while (worker_end(me, 1) && dock_wait(me));
     return NULL;
 }
 
@@ -646,6 +788,11 @@ static void region_start(struct region *r)
         for (unsigned k = 1; k < n; k++)
             member(team, k)->identity = wears_top(team) ? cached_top_identity(thr, member(team, k), k) : pool_get();
     }
+    /* docked workers: only a top-level team's, in identity mode */
+    team->dock = rt.dock_ns && n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY && wears_top(team) && !r->workdesc;
+    if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY && wears_top(team))
+        for (unsigned k = 1; k < n; k++)
+            dock_claim(team, member(team, k));
 }
 
 /* Thread k of the team as a ULT: first placed on VP (master's + k) mod
@@ -680,8 +827,15 @@ static void spawn(tlg_team *team, unsigned k, int bind, void *(*entry)(void *))
 
 static void spawn_workers(tlg_team *team)
 {
-    for (unsigned k = 1; k < team->nthreads; k++)
-        spawn(team, k, 1, worker_main);
+    for (unsigned k = 1; k < team->nthreads; k++) {
+        tlg_thread *m = member(team, k);
+        if (atomic_load_explicit(&m->dock, RLX) == TLG_DOCK_CLAIMED) {
+            atomic_fetch_add_explicit(&rt.docked, 1, RLX);
+            atomic_store_explicit(&m->dock, TLG_DOCK_GO, REL); /* after every write of region_start */
+        } else {
+            spawn(team, k, 1, worker_main);
+        }
+    }
 }
 
 /* The final barrier, worker side: help with tasks while any is pending,
@@ -691,7 +845,7 @@ static void spawn_workers(tlg_team *team)
  * until the master reaches the end too, running the tasks the master
  * creates meanwhile. A work-descriptor part does not: the master reaches
  * the end only once every part has returned. */
-static void worker_end(tlg_thread *me, int for_master)
+static int worker_end(tlg_thread *me, int for_master)
 {
     tlg_team *team = me->team;
     tlg_spin spun = {0};
@@ -731,18 +885,21 @@ static void worker_end(tlg_thread *me, int for_master)
      * the count, which lets the master end the region and free the team
      * (a larger one next: team_get). The wake touches the parking lot's
      * bucket, never the word. */
+    int docking = for_master && team->dock && dock_enter(me);
     uint32_t n = team->nthreads;
     _Atomic uint32_t *finished = &team->finished;
     uint32_t old = atomic_fetch_add_explicit(finished, 1, ACQREL);
     if ((old & TLG_END_PARKED) && (old & ~TLG_END_PARKED) + 1 == TLG_END_BIAS + n - 1)
         tl_ult_wake(finished, 1);
+    return docking;
 }
 
 static void *recalled_main(void *p)
 {
     tlg_thread *me = p;
     tlg_set_current(me);
-    worker_end(me, 1);
+    if (worker_end(me, 1) && dock_wait(me))
+        return worker_main(me);
     return NULL;
 }
 
@@ -758,6 +915,11 @@ void tlg_recall_workers(tlg_team *team)
          * new ULT counts itself again when the region ends */
         atomic_fetch_sub_explicit(&team->finished, 1, RLX);
         atomic_store_explicit(&m->end_state, TLG_END_RUNNING, RLX);
+        /* the ULT that left wears the identity the new one needs: it
+         * must not wait for the next region (it goes once it sees this,
+         * before or after it docks) */
+        if (team->dock)
+            undock_recalled(m);
         spawn(team, k, 1, recalled_main);
     }
 }
@@ -845,6 +1007,11 @@ TLG_EXPORT unsigned long threadlab_gomp_workdesc_regions(void)
     return atomic_load_explicit(&wd_regions, RLX);
 }
 
+TLG_EXPORT unsigned long threadlab_gomp_docked_starts(void)
+{
+    return atomic_load_explicit(&rt.docked, RLX);
+}
+
 static void *claimed_part(void *p)
 {
     tlg_thread *m = p;
@@ -906,7 +1073,7 @@ int tlg_parallel_workdesc(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(
         thr->active_level + 1 < thr->task->icv.max_active_levels)
         return 0;
     atomic_fetch_add_explicit(&wd_regions, 1, RLX);
-    struct region r = {fn, data, nthreads, 0, ws0, ws0_arg, NULL, NULL, NULL};
+    struct region r = {fn, data, nthreads, 0, ws0, ws0_arg, NULL, NULL, NULL, 1};
     region_start(&r);
     int err = tl_ult_workdesc_run(wd_part, r.team, nthreads);
     if (err)
@@ -918,7 +1085,7 @@ int tlg_parallel_workdesc(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(
 void tlg_parallel(tlg_fn fn, void *data, unsigned nthreads, unsigned flags,
                   void (*ws0)(tlg_team *, void *), void *ws0_arg, uintptr_t *reductions)
 {
-    struct region r = {fn, data, nthreads, flags, ws0, ws0_arg, reductions, NULL, NULL};
+    struct region r = {fn, data, nthreads, flags, ws0, ws0_arg, reductions, NULL, NULL, 0};
     if (nthreads > 1) {
         tlg_init();
         /* A kernel thread of the program lends its TLS to a ULT that
@@ -951,7 +1118,7 @@ void tlg_parallel_start(tlg_fn fn, void *data, unsigned nthreads, void (*ws0)(tl
             nthreads = 1;
     }
     struct region *r = tlg_malloc(sizeof *r);
-    *r = (struct region){fn, data, nthreads, 0, ws0, ws0_arg, NULL, NULL, NULL};
+    *r = (struct region){fn, data, nthreads, 0, ws0, ws0_arg, NULL, NULL, NULL, 0};
     region_start(r);
     spawn_workers(r->team);
     /* the master's state: the region, to be found by _end */

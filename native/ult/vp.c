@@ -425,6 +425,12 @@ int tl_ult_vp_stopping(void)
     return vp && tlu_vp_must_stop(vp);
 }
 
+int tl_ult_vp_wanted(void)
+{
+    tlu_vp *vp = tlu_vp_self_fast();
+    return !vp || tlu_vp_must_stop(vp) || tlu_sched_has_work(vp, 0);
+}
+
 int tl_ult_safe_point(void)
 {
     tlu_vp *vp = tlu_vp_self_fast();

@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int failures;
 static const char *current;
@@ -1744,6 +1746,123 @@ static void check_regions(void)
            2000 * n * (n + 1) / 2, ran, small);
 }
 
+/* ---- consecutive regions of one team ------------------------------------------------
+ *
+ * libthreadlab-gomp's workers wait a while for their team's next region
+ * (docking, team.c) and start it from there; the master makes them go
+ * when it needs their TLS identities for something else (a combined loop
+ * run as a work descriptor, a worker recalled for tasks, omp_pause_resource,
+ * a smaller or larger team). Regions of every kind in turn, each checked:
+ * threadprivate persistence between same-sized plain regions, each thread's
+ * copy inside combined loops, late tasks, and a forked child's regions. */
+
+static int dock_tp;
+#pragma omp threadprivate(dock_tp)
+
+static void check_dock(void)
+{
+    int n = omp_get_max_threads();
+    unsigned long (*docked)(void) = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "threadlab_gomp_docked_starts");
+    unsigned long before = docked ? docked() : 0;
+    /* regions whose workers reach the end first (the master works 100 us
+     * more): they wait there (docked) while the master still runs */
+    for (int r = 0; r < 50; r++) {
+#pragma omp parallel num_threads(n)
+        if (omp_get_thread_num() == 0) {
+            struct timespec t0, t;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            do
+                clock_gettime(CLOCK_MONOTONIC, &t);
+            while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 100000);
+        }
+    }
+    unsigned long first = docked ? docked() - before : 0;
+    int lost = 0, wrong = 0, persist = 0, child = 0;
+    long tasks = 0, want_tasks = 0, sum = 0, want_sum = 0;
+    for (int r = 0; r < 600; r++) {
+        int kind = r % 6;
+        if (kind <= 2) {
+            /* plain regions of n: each thread finds its copy as it left it */
+#pragma omp parallel num_threads(n) reduction(+ : lost)
+            {
+                int id = omp_get_thread_num();
+                if (persist && omp_get_num_threads() == n && dock_tp != (r - 1) * 100 + id)
+                    lost++;
+                dock_tp = r * 100 + id;
+            }
+            persist = !omp_get_dynamic();
+        } else if (kind == 3) {
+            /* a combined loop (a work descriptor when the team fits the VPs) */
+            int bad[64];
+#pragma omp parallel for schedule(dynamic) num_threads(n)
+            for (int i = 0; i < 64; i++)
+                bad[i] = persist && omp_get_num_threads() == n && dock_tp != (r - 1) * 100 + omp_get_thread_num();
+            for (int i = 0; i < 64; i++)
+                wrong += bad[i];
+            persist = 0;
+        } else if (kind == 4) {
+            /* a smaller team, then a larger one: every thread once */
+            int sizes[2] = {n > 2 ? n - 1 : n, n + 1};
+            for (int j = 0; j < 2; j++) {
+                int got = 0;
+#pragma omp parallel num_threads(sizes[j]) reduction(+ : sum)
+                {
+                    sum += omp_get_thread_num() + 1;
+                    if (omp_get_thread_num() == 0)
+                        got = omp_get_num_threads();
+                }
+                want_sum += (long)got * (got + 1) / 2;
+            }
+            persist = 0;
+        } else {
+            /* tasks the master creates after its worker reached the end */
+#pragma omp parallel num_threads(n)
+            {
+                if (omp_get_thread_num() == 0) {
+                    for (volatile int i = 0; i < 20000; i++)
+                        ;
+                    for (int t = 0; t < 4; t++) {
+#pragma omp task
+                        __atomic_fetch_add(&tasks, 1, __ATOMIC_RELAXED);
+                    }
+                }
+            }
+            want_tasks += 4;
+            persist = 0;
+            if (r % 100 == 5)
+                omp_pause_resource_all(omp_pause_soft);
+        }
+        if (r == 301 && docked) {
+            /* a child of a program whose workers wait: its own regions
+             * (libthreadlab-gomp only: libgomp 12's child of a program with
+             * a thread pool waits for ever in its first region) */
+            fflush(NULL);
+            pid_t pid = fork();
+            if (pid == 0) {
+                long s = 0;
+                for (int i = 0; i < 50; i++) {
+#pragma omp parallel num_threads(n) reduction(+ : s)
+                    s += 1;
+                }
+                _exit(s >= 50 ? 0 : 1);
+            }
+            int status = 0;
+            child = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        }
+    }
+    EXPECT(lost == 0 && wrong == 0, "threadprivate: %d copies lost between regions, %d wrong in combined loops",
+           lost, wrong);
+    EXPECT(tasks == want_tasks, "%ld of %ld late tasks ran", tasks, want_tasks);
+    EXPECT(sum == want_sum, "teams of other sizes: sum of thread numbers %ld, %ld expected", sum, want_sum);
+    EXPECT(child || !docked, "a forked child's regions");
+    const char *expect = getenv("CONFORMANCE_EXPECT_DOCKED");
+    if (docked && expect)
+        EXPECT(atoi(expect) ? first > 0 : docked() == before,
+               "regions started by waiting workers: %lu of the 50 whose workers reached the end first, %lu in all "
+               "(%s)",
+               first, docked() - before, atoi(expect) ? "some expected" : "none expected");
+}
+
 /* ---- target constructs: the host as the device -------------------------------------- *
  *
  * This machine has no offload device (or the runtime knows none): a
@@ -2152,6 +2271,7 @@ static const struct {
     {"lastprivate_scan", check_lastprivate_scan},
     {"regions", check_regions},
     {"roots", check_roots},
+    {"dock", check_dock},
     {"target", check_target},
     {"target_teams", check_target_teams},
     {"target_in_parallel", check_target_in_parallel},

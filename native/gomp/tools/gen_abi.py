@@ -34,7 +34,7 @@ GOMP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 # This runtime's own entries (threadlab/omp.h style: looked up with dlsym).
 OWN = ["threadlab_gomp_tls_mode", "threadlab_gomp_managed", "threadlab_gomp_active_vps", "threadlab_gomp_vp",
-       "threadlab_gomp_workdesc_regions"]
+       "threadlab_gomp_workdesc_regions", "threadlab_gomp_docked_starts"]
 
 REASONS = [
     (r"^(acc_|GOACC_|OACC_)", "OpenACC"),

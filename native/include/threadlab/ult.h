@@ -164,6 +164,12 @@ int tl_ult_set_active_vps(unsigned n);
 unsigned tl_ult_active_vps(void); /* 0 when not initialised */
 /* 1 when the caller runs on a VP that has been told to stop. */
 int tl_ult_vp_stopping(void);
+/* 1 when the caller's VP has something else to do: it has been told to
+ * stop, or threads, requests or a work descriptor wait for it, a timer is
+ * due, or another VP holds work it could take; also 1 outside a VP. For a
+ * thread that spins waiting for work (an OpenMP worker waiting for its
+ * team's next region): it should give its VP back then. */
+int tl_ult_vp_wanted(void);
 /* A safe point: when the caller's VP has been told to stop, the calling
  * ULT moves to an active VP (and its VP stops); otherwise, when threads
  * wait in the VP's private queue while other VPs sit idle, they move to

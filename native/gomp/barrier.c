@@ -77,17 +77,20 @@ static int may_spin(void)
  * wait that ends sooner (the master's for its workers, every region)
  * reads none (a read was 12% of a 2-thread region's master on this
  * project's VM). */
-static int spin_pause(tlg_spin *spin)
+int tlg_spin_within(tlg_spin *spin, uint64_t budget_ns)
 {
-    if (!may_spin())
-        return 0;
     tl_cpu_relax();
     if (++spin->steps & 63)
         return 1;
     uint64_t now = tlg_now_ns();
     if (!spin->since)
         spin->since = now;
-    return now - spin->since < tlg_env_v.spin_ns;
+    return now - spin->since < budget_ns;
+}
+
+static int spin_pause(tlg_spin *spin)
+{
+    return may_spin() && tlg_spin_within(spin, tlg_env_v.spin_ns);
 }
 
 /* A kernel thread that is not a ULT waits by yielding, then sleeping a

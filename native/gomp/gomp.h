@@ -108,7 +108,7 @@ typedef struct tlg_env {
     size_t stacksize;         /* OMP_STACKSIZE (0: TLG_DEFAULT_STACK) */
     int wait_policy;          /* -1 unset, 0 passive, 1 active */
     uint64_t spin_ns;         /* how long a waiter spins before it parks */
-    uint64_t dock_ns;         /* how long a worker waits for its team's next region (UINT64_MAX: as an idle VP spins) */
+    uint64_t dock_ns;         /* how long a worker waits for its team's next region (UINT64_MAX until tlg_init: as an idle VP spins) */
     int cancellation;         /* OMP_CANCELLATION */
     int max_task_priority;
     int target_offload;       /* OMP_TARGET_OFFLOAD: TLG_OFFLOAD_* */
@@ -181,7 +181,6 @@ typedef struct tlg_ws {
     uintptr_t *task_reductions;
     void *mem;                /* GOMP_loop_start/sections2_start mem */
     struct tlg_doacross *doacross; /* a doacross loop's progress (doacross.c) */
-    size_t mem_size;
     /* Written by every chunk or section taken: a line of its own, so that
      * taking one does not take the fields above (read at every chunk) from
      * the other threads' caches. */
@@ -491,6 +490,9 @@ typedef struct {
     uint64_t since;
     unsigned steps;
 } tlg_spin;
+/* One pause of a spin that lasts budget_ns: 1 while within it (the clock
+ * read every 64th pause, the time counted from the first read). */
+int tlg_spin_within(tlg_spin *spin, uint64_t budget_ns);
 /* One step of waiting for a team condition that a task may fulfil: runs
  * a task if one can run, else spins or parks on the team's event word
  * (seen before the condition was checked). */

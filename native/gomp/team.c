@@ -75,7 +75,6 @@ static struct {
     _Atomic unsigned nretired;
     unsigned retired_cap;
     _Atomic unsigned busy;    /* OpenMP threads of the program's initial group (thread-limit-var) */
-    uint64_t dock_ns;         /* how long a worker waits for its team's next region (0: never) */
     _Atomic unsigned long docked; /* workers that ran a region they waited for (threadlab_gomp_docked_starts) */
 } rt = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = 1};
 
@@ -203,7 +202,8 @@ void tlg_init(void)
         }
         /* a docked worker spins in its VP's place: as long as the VP
          * would, idle, before it sleeps */
-        rt.dock_ns = tlg_env_v.dock_ns == UINT64_MAX ? (uint64_t)cfg.spin_us * 1000u : tlg_env_v.dock_ns;
+        if (tlg_env_v.dock_ns == UINT64_MAX)
+            tlg_env_v.dock_ns = (uint64_t)cfg.spin_us * 1000u;
         /* the main thread becomes VP 0's primordial ULT; any other thread
          * may exit, so it stays external */
         cfg.external = syscall(SYS_gettid) != getpid();
@@ -301,6 +301,13 @@ static tl_ult_identity **ids_room(tl_ult_identity **ids, unsigned n, unsigned *c
     return g;
 }
 
+/* An identity no team uses goes to the pool (under the lock). */
+static void pool_push(tl_ult_identity *id)
+{
+    rt.pool = ids_room(rt.pool, rt.npool, &rt.pool_cap);
+    rt.pool[rt.npool++] = id;
+}
+
 static void retire(tl_ult_identity *id)
 {
     unsigned n = atomic_load_explicit(&rt.nretired, RLX);
@@ -348,14 +355,15 @@ static void root_exit(void *p)
     tlg_thread *root = p;
     if (tls_initial == root)
         tls_initial = NULL;
+    /* its docked workers wear the identities given to the pool below */
+    if (root->cached_team)
+        undock_team(root->cached_team);
     pthread_mutex_lock(&rt.lock);
     tlg_tops *t = root->tops;
     if (t) {
         for (unsigned k = 0; k < t->n; k++)
-            if (t->ids[k]) {
-                rt.pool = ids_room(rt.pool, rt.npool, &rt.pool_cap);
-                rt.pool[rt.npool++] = t->ids[k];
-            }
+            if (t->ids[k])
+                pool_push(t->ids[k]);
         tlg_tops **at = &rt.tops;
         while (*at != t)
             at = &(*at)->next;
@@ -379,8 +387,7 @@ static tl_ult_identity *pool_get(void)
 static void pool_put(tl_ult_identity *id)
 {
     pthread_mutex_lock(&rt.lock);
-    rt.pool = ids_room(rt.pool, rt.npool, &rt.pool_cap);
-    rt.pool[rt.npool++] = id;
+    pool_push(id);
     pthread_mutex_unlock(&rt.lock);
 }
 
@@ -480,6 +487,7 @@ static void undock_team(tlg_team *team)
 static void team_free(tlg_team *team)
 {
     undock_team(team);
+    tlg_ws_reset(team, team->ws_dirty); /* what its last region's constructs held (their doacross state leaked) */
     for (unsigned k = 0; k < team->cap; k++)
         thread_parts_free(member(team, k));
     tlg_task_team_fini(team);
@@ -544,7 +552,7 @@ static int dock_wait(tlg_thread *me);
  * A worker of a top-level team (identity mode) that reaches the region's
  * end docks: it says so on its state's dock word before it counts itself
  * finished, then spins there, wearing its identity, for as long as an idle
- * VP would spin before it sleeps (rt.dock_ns). The master of the team's
+ * VP would spin before it sleeps (dock_ns). The master of the team's
  * next region claims it (WAITING -> CLAIMED, in region_start, if it wears
  * the identity the region gives thread k) and, once every member is set
  * up, releases it (GO): one store where making a ULT took a request to the
@@ -577,8 +585,8 @@ static int dock_enter(tlg_thread *me)
  * up), 0 when it leaves (it must then touch nothing of the team). */
 static int dock_wait(tlg_thread *me)
 {
-    uint64_t since = 0;
-    for (unsigned i = 1;; i++) {
+    tlg_spin spun = {0};
+    for (;;) {
         uint32_t s = atomic_load_explicit(&me->dock, ACQ);
         if (s == TLG_DOCK_GO) {
             atomic_store_explicit(&me->dock, TLG_DOCK_NONE, RLX);
@@ -588,23 +596,16 @@ static int dock_wait(tlg_thread *me)
             atomic_store_explicit(&me->dock, TLG_DOCK_NONE, REL);
             return 0;
         }
-        /* its VP wanted: looked at every 16th pause; the clock (a
-         * dock lasts tens of microseconds) every 128th */
-        if (s == TLG_DOCK_WAITING && !(i & 15)) {
-            int over = 0;
-            if (!(i & 127)) {
-                uint64_t now = tlg_now_ns();
-                if (!since)
-                    since = now;
-                over = now - since >= rt.dock_ns;
-            }
-            if (over || tl_ult_vp_wanted()) {
-                if (atomic_compare_exchange_strong_explicit(&me->dock, &s, TLG_DOCK_NONE, REL, RLX))
-                    return 0;
-                continue; /* claimed or told to go meanwhile */
-            }
+        if (s != TLG_DOCK_WAITING) { /* claimed: GO comes next */
+            tl_cpu_relax();
+            continue;
         }
-        tl_cpu_relax();
+        /* its VP wanted: looked at every 16th pause */
+        if (!tlg_spin_within(&spun, tlg_env_v.dock_ns) || (!(spun.steps & 15) && tl_ult_vp_wanted())) {
+            if (atomic_compare_exchange_strong_explicit(&me->dock, &s, TLG_DOCK_NONE, REL, RLX))
+                return 0;
+            /* claimed or told to go meanwhile */
+        }
     }
 }
 
@@ -776,8 +777,10 @@ static void region_start(struct region *r)
         for (unsigned k = n; k < team->cap; k++)
             member(team, k)->shown_n = 0; /* out of this region: shown again when back, as libgomp's idle threads */
     show_affinity(member(team, 0));
+    team->dock = 0;
     if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY) {
-        if (wears_top(team)) {
+        int top = wears_top(team);
+        if (top) {
             atomic_fetch_add_explicit(&rt.top_active, 1, SEQ);
             if (TLG_UNLIKELY(atomic_load_explicit(&rt.nretired, RLX))) {
                 pthread_mutex_lock(&rt.lock);
@@ -785,14 +788,15 @@ static void region_start(struct region *r)
                 pthread_mutex_unlock(&rt.lock);
             }
         }
-        for (unsigned k = 1; k < n; k++)
-            member(team, k)->identity = wears_top(team) ? cached_top_identity(thr, member(team, k), k) : pool_get();
+        /* docked workers: only a top-level team's */
+        team->dock = top && tlg_env_v.dock_ns && !r->workdesc;
+        for (unsigned k = 1; k < n; k++) {
+            tlg_thread *m = member(team, k);
+            m->identity = top ? cached_top_identity(thr, m, k) : pool_get();
+            if (top)
+                dock_claim(team, m);
+        }
     }
-    /* docked workers: only a top-level team's, in identity mode */
-    team->dock = rt.dock_ns && n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY && wears_top(team) && !r->workdesc;
-    if (n > 1 && tlg_env_v.tls_mode == TLG_TLS_IDENTITY && wears_top(team))
-        for (unsigned k = 1; k < n; k++)
-            dock_claim(team, member(team, k));
 }
 
 /* Thread k of the team as a ULT: first placed on VP (master's + k) mod

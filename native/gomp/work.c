@@ -30,6 +30,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a construct held in its slot goes: the slot is reused, or nobody
+ * uses it any more. */
+static void ws_release(tlg_ws *ws)
+{
+    free(ws->mem);
+    ws->mem = NULL;
+    tlg_doacross_free(ws);
+}
+
 void tlg_ws_reset(tlg_team *team, unsigned n)
 {
     for (int64_t i = 0; i < n; i++) {
@@ -37,10 +46,7 @@ void tlg_ws_reset(tlg_team *team, unsigned n)
         /* as if construct i - RING had been left by everyone */
         atomic_store_explicit(&ws->tag, ((i - TLG_WS_RING) * 2) | 1, RLX);
         atomic_store_explicit(&ws->left, 0, RLX);
-        free(ws->mem); /* nobody uses the slot: the team has ended */
-        ws->mem = NULL;
-        ws->mem_size = 0;
-        tlg_doacross_free(ws);
+        ws_release(ws); /* nobody uses the slot: the team has ended */
     }
 }
 
@@ -102,9 +108,7 @@ int tlg_ws_start(tlg_thread *thr)
             memset(thr->solo, 0, sizeof(tlg_ws));
         }
         thr->ws = thr->solo;
-        free(thr->solo->mem);
-        thr->solo->mem = NULL;
-        tlg_doacross_free(thr->solo);
+        ws_release(thr->solo);
         ws_clear(thr->solo);
         atomic_store_explicit(&thr->solo->left, 1, RLX);
         return 1;
@@ -121,10 +125,7 @@ int tlg_ws_start(tlg_thread *thr)
         if (tag == prev && ws_left(thr, ws)) {
             if (atomic_compare_exchange_strong_explicit(&ws->tag, &tag, s * 2, ACQ, RLX)) {
                 /* the slot is ours: what the previous construct held goes */
-                free(ws->mem);
-                ws->mem = NULL;
-                ws->mem_size = 0;
-                tlg_doacross_free(ws);
+                ws_release(ws);
                 ws_clear(ws);
                 atomic_store_explicit(&ws->left, team->nthreads, RLX);
                 return 1;
@@ -206,7 +207,6 @@ void tlg_ws_enter(tlg_thread *thr, tlg_ws_init_fn init, void *arg, uintptr_t *re
             size_t size = (size_t)(uintptr_t)*mem;
             ws->mem = tlg_aligned_alloc(TLG_LINE, size);
             memset(ws->mem, 0, size);
-            ws->mem_size = size;
             *mem = ws->mem;
         }
         tlg_ws_ready(thr);

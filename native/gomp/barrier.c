@@ -136,11 +136,19 @@ void tlg_team_event(tlg_team *team, int all)
 static void wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *ancestor,
                       int (*done)(const void *), const void *arg)
 {
+    tlg_team *team = thr->team;
     if (tlg_task_run_one(thr, ancestor)) {
+        if (thr->hungry) {
+            thr->hungry = 0;
+            atomic_store_explicit(&team->hungry, 0, RLX);
+        }
         *spin = (tlg_spin){0};
         return;
     }
-    tlg_team *team = thr->team;
+    if (team && !thr->hungry && !atomic_load_explicit(&team->hungry, RLX)) {
+        thr->hungry = 1;
+        atomic_store_explicit(&team->hungry, 1, RLX);
+    }
     tlg_task_flush(thr);
     if (!tl_ult_self()) {
         external_pause(&spin->steps);

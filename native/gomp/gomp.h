@@ -323,6 +323,7 @@ typedef struct tlg_thread {
     tlg_task *gone_head, *gone_tail;
     unsigned inline_depth;    /* tasks running now on its stack, nested (run now, not queued) */
     unsigned inline_credit;   /* tasks it may still run at once before it looks at its queue again */
+    unsigned char hungry;     /* it set its team's hungry (and clears it once it finds a task) */
     long pending_done;        /* tasks of its team it finished, not yet subtracted from task_pending */
     long pending_credit;      /* added to task_pending ahead, for tasks it has not created yet */
     /* task memory of its own freed by other threads, pushed here (a
@@ -362,6 +363,14 @@ struct tlg_team {
      * lines of their own: bar_nodes) */
     _Atomic uint32_t event TLG_ALIGNED;
     _Atomic uint32_t nparked;
+    /* a waiter found no task to run (tlg_wait_step): creators queue new
+     * tasks while it is set; while it is clear (every thread busy) a
+     * creator that has TLG_KEEP tasks queued runs new ones at once
+     * (task.c). Written only by the thread that set it, which clears it
+     * when it runs a task or creates one (one whose wait ended otherwise
+     * leaves it set: creators then queue up to the cutoff, as before);
+     * on the line a creator reads after each push */
+    _Atomic uint32_t hungry;
     _Atomic uint32_t bar_gen;
     tlg_bar_node *bar_nodes;  /* the barrier's arrival tree (barrier.c), cap's worth */
     /* explicit tasks not finished: a creator adds them TLG_PENDING_BATCH

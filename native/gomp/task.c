@@ -92,6 +92,25 @@
  * back. The home prefetches the next piece of its list as it takes one:
  * its lines were last written by the thread that freed it. */
 
+/* A task's memory from malloc, aligned to a line by hand: posix_memalign
+ * takes glibc's slow path every time, where malloc is served from the
+ * thread's cache (BOTS' floorplan, 600 bytes of arguments per task,
+ * spent a third of its time in memalign and free). The byte before
+ * the descriptor says how far it lies from the block's start. */
+static tlg_task *task_mem_alloc(size_t size)
+{
+    unsigned char *raw = tlg_malloc(size + TLG_LINE);
+    unsigned char *t = (unsigned char *)(((uintptr_t)raw + TLG_LINE) & ~(uintptr_t)(TLG_LINE - 1));
+    t[-1] = (unsigned char)(t - raw); /* 1..TLG_LINE */
+    return (tlg_task *)(void *)t;
+}
+
+static void task_mem_free(tlg_task *t)
+{
+    unsigned char *p = (unsigned char *)t;
+    free(p - p[-1]);
+}
+
 static tlg_task *task_alloc(tlg_thread *thr, size_t size)
 {
     tlg_task *t;
@@ -115,11 +134,11 @@ static tlg_task *task_alloc(tlg_thread *thr, size_t size)
                 tl_prefetch_for_write(next + 1);
             }
         } else {
-            t = tlg_aligned_alloc(TLG_LINE, SMALL_TASK);
+            t = task_mem_alloc(SMALL_TASK);
         }
         size = SMALL_TASK;
     } else {
-        t = tlg_aligned_alloc(TLG_LINE, size);
+        t = task_mem_alloc(size);
     }
     /* the first three lines only (the caller sets the rest of line 1):
      * the fourth, written by other threads, is set up by whoever needs it
@@ -140,7 +159,7 @@ static void free_chain(tlg_task *t)
 {
     while (t) {
         tlg_task *next = t->next_free;
-        free(t);
+        task_mem_free(t);
         t = next;
     }
 }
@@ -173,14 +192,14 @@ static void task_free(tlg_thread *thr, tlg_task *t)
 {
     tlg_thread *home = t->home;
     if (t->alloc != SMALL_TASK) {
-        free(t);
+        task_mem_free(t);
     } else if (home == thr) {
         if (thr->nfree_tasks < FREE_MAX) {
             t->next_free = thr->free_tasks;
             thr->free_tasks = t;
             thr->nfree_tasks++;
         } else {
-            free(t);
+            task_mem_free(t);
         }
     } else if (thr && thr->team && thr->team == home->team) {
         if (thr->gone_count && thr->gone_head->home != home)
@@ -1082,14 +1101,30 @@ static inline int run_now_cheap(tlg_thread *thr, bool if_clause)
     return 0;
 }
 
+/* While no thread of the team looks for a task (team->hungry clear), a
+ * creator keeps this many tasks queued for thieves and runs new ones at
+ * once: a task queued costs an allocation, a push, a take and a free
+ * where one run at once costs a few stores (BOTS' fib and nqueens,
+ * recursions a thread walks depth first, queued nearly every task on a
+ * thread whose deque never reached the cutoff: 3-8 times slower). */
+#define TLG_KEEP 4
+
 static int must_run_now(tlg_thread *thr, bool if_clause)
 {
     if (run_now_cheap(thr, if_clause))
         return 1;
+    /* a thread that creates tasks looks for none: a hungry flag it set
+     * while it waited (its wait ended without a task, a taskwait whose
+     * children others ran) goes */
+    if (thr->hungry) {
+        thr->hungry = 0;
+        atomic_store_explicit(&thr->team->hungry, 0, RLX);
+    }
     /* the thread's own fields first: the current task's final flag is
      * one more dependent load, needed only below the cutoff */
     if (thr->inline_depth < TLG_INLINE_DEPTH) {
-        if (tl_ult_deque_holds(thr->tq, TLG_CUTOFF)) {
+        if (tl_ult_deque_holds(thr->tq, TLG_KEEP) &&
+            (!atomic_load_explicit(&thr->team->hungry, RLX) || tl_ult_deque_holds(thr->tq, TLG_CUTOFF))) {
             thr->inline_credit = TLG_CUTOFF_CREDIT - 1;
             return 1;
         }
@@ -1097,8 +1132,11 @@ static int must_run_now(tlg_thread *thr, bool if_clause)
     return thr->task->final;
 }
 
-/* The largest argument block run_inline copies on its stack. */
-#define INLINE_ARG 256
+/* The largest argument block run_inline copies on its stack (libgomp
+ * copies any size there). Larger blocks are allocated (run_undeferred):
+ * at TLG_INLINE_DEPTH tasks run so, nested, the copies stay within 1 MiB
+ * of an 8 MiB stack. */
+#define INLINE_ARG 16384
 
 /* Runs a task now with its descriptor on the caller's stack: no
  * allocation, no atomic operation (nobody else can see the task: it
@@ -1106,16 +1144,18 @@ static int must_run_now(tlg_thread *thr, bool if_clause)
  * child that may outlive it, the descriptor moves to the heap first
  * (task_promote). */
 __attribute__((noinline)) static void run_inline_copy(tlg_fn fn, void *data, void (*cpyfn)(void *, void *),
-                                                       long arg_align)
+                                                       long arg_size, long arg_align)
 {
-    char buf[INLINE_ARG];
+    /* sized to the block: a fixed INLINE_ARG would touch 16 KiB of stack
+     * per nested task */
+    char buf[arg_size + arg_align - 1];
     char *arg = (char *)(((uintptr_t)buf + (uintptr_t)arg_align - 1) & ~((uintptr_t)arg_align - 1));
     cpyfn(arg, data); /* as the task: thr->task is already it */
     fn(arg);
 }
 
-static void run_inline(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_align,
-                       unsigned flags)
+static void run_inline(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size,
+                       long arg_align, unsigned flags)
 {
     tlg_task *parent = thr->task;
     /* only what is read while it runs (task_promote copies it): the rest
@@ -1139,7 +1179,7 @@ static void run_inline(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)(voi
     thr->inline_depth++;
     thr->task = &s;
     if (cpyfn)
-        run_inline_copy(fn, data, cpyfn, arg_align);
+        run_inline_copy(fn, data, cpyfn, arg_size, arg_align);
     else
         fn(data);
     tlg_task *t = s.moved ? s.moved : &s;
@@ -1173,7 +1213,7 @@ __attribute__((noinline)) static void task_general(tlg_fn fn, void *data, void (
          * earlier siblings waits for them: the general path */
         if (!(flags & TLG_TASK_DETACH) && (!(flags & TLG_TASK_DEPEND) || !thr->task->deps) &&
             (!cpyfn || arg_size + arg_align - 1 <= INLINE_ARG))
-            run_inline(thr, fn, data, cpyfn, arg_align, flags);
+            run_inline(thr, fn, data, cpyfn, arg_size, arg_align, flags);
         else
             run_undeferred(thr, fn, data, cpyfn, arg_size, arg_align, flags, depend, detach, NULL);
         return;
@@ -1195,7 +1235,7 @@ TLG_EXPORT void GOMP_task(tlg_fn fn, void *data, void (*cpyfn)(void *, void *), 
     tlg_thread *thr = tlg_env_v.task_fast ? tlg_tls_cur : NULL;
     if (TLG_LIKELY(thr && !cpyfn && !(flags & (TLG_TASK_DETACH | TLG_TASK_DEPEND))) &&
         run_now_cheap(thr, if_clause)) {
-        run_inline(thr, fn, data, NULL, 1, flags);
+        run_inline(thr, fn, data, NULL, 0, 1, flags);
         return;
     }
     task_general(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);

@@ -667,6 +667,7 @@ static void member_init(tlg_team *team, tlg_thread *m)
     m->num_teams = team->num_teams;
     m->cg = team->cg;
     m->inline_credit = 0;
+    m->hungry = 0;
     m->pending_credit = 0;
     init_implicit(m, &team->icv);
     m->implicit.taskgroup = team->par_taskgroup;
@@ -743,6 +744,7 @@ static void region_start(struct region *r)
     atomic_store_explicit(&team->bar_gen, 0, RLX);
     atomic_store_explicit(&team->event, 0, RLX);
     atomic_store_explicit(&team->nparked, 0, RLX);
+    atomic_store_explicit(&team->hungry, 0, RLX);
     atomic_store_explicit(&team->task_pending, 0, RLX);
     atomic_store_explicit(&team->tasks_seen, 0, RLX);
     atomic_store_explicit(&team->master_ending, 0, RLX);

@@ -1048,8 +1048,9 @@ static void check_dependences(void)
 
 /* ---- tasks run at once past the cutoff ---------------------------------------------------
  * A team of one runs no queued task until it waits, so past the runtime's
- * cutoff of queued tasks (64 per thread in both runtimes) new tasks run at
- * once, on the creator's stack; a chain that creates its next link from
+ * cutoff of queued tasks (libgomp: 64 per thread; libthreadlab-gomp: 64,
+ * or 4 while no thread of the team looks for a task, as in a team of
+ * one) new tasks run at once, on the creator's stack; a chain that creates its next link from
  * each link goes as deep as the runtime lets it. */
 
 static int runtime_is_threadlab(void)
@@ -1165,6 +1166,42 @@ static void check_tasks_inline(void)
         }
     }
     EXPECT(sum == 10 * 21 + 100 * 45, "firstprivate VLA in tasks run at once: %d", sum);
+
+    /* copied arguments of every size (VLAs: GCC copies them with cpyfn):
+     * under a line, on the runner's stack, past the runtime's stack bound
+     * (allocated), in tasks run at once (if(0)) and deferred ones that
+     * others run and free */
+    static const int lens[] = {6, 200, 6000};
+    for (int l = 0; l < 3; l++) {
+        int len = lens[l] + (filler < 0);
+        long got_now = 0, got_later = 0, want = 0;
+        for (int r = 0; r < 40; r++)
+            want += (long)len * (len + 1) / 2 + (long)r * len;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+        for (int r = 0; r < 40; r++) {
+            int arr[len];
+            for (int i = 0; i < len; i++)
+                arr[i] = i + 1 + r;
+#pragma omp task firstprivate(arr) shared(got_now) if (0)
+            {
+                long s = 0;
+                for (int i = 0; i < len; i++)
+                    s += arr[i];
+                __atomic_fetch_add(&got_now, s, __ATOMIC_RELAXED);
+            }
+#pragma omp task firstprivate(arr) shared(got_later)
+            {
+                long s = 0;
+                for (int i = 0; i < len; i++)
+                    s += arr[i];
+                __atomic_fetch_add(&got_later, s, __ATOMIC_RELAXED);
+            }
+            arr[0] = -1000000; /* each task copied the array when it was created */
+        }
+        EXPECT(got_now == want && got_later == want, "VLA of %d ints copied into tasks: %ld run at once, %ld deferred, of %ld",
+               len, got_now, got_later, want);
+    }
 
     /* tasks created in a combined parallel loop (constant bounds: run as
      * a work descriptor on threadlab, whose parts end without waiting for
@@ -1581,8 +1618,11 @@ static void check_cancel_parallel(void)
     {
         if (omp_get_thread_num() == 0) {
             /* queued: the others wait at cancellation points, no task
-             * scheduling point, so none starts before the cancel */
-            for (int i = 0; i < 10; i++) {
+             * scheduling point, so none starts before the cancel. Three:
+             * a creator may run new tasks at once (a task scheduling
+             * point) while nobody looks for one, once it has a few
+             * queued (libthreadlab-gomp: 4; libgomp: 64 per thread) */
+            for (int i = 0; i < 3; i++) {
 #pragma omp task
                 __atomic_fetch_add(&tasks_ran, 1, __ATOMIC_RELAXED);
             }
@@ -1593,7 +1633,7 @@ static void check_cancel_parallel(void)
         }
     }
     EXPECT(tasks_ran == 0 && after_cancel == 0 && late == 0,
-           "cancel parallel: %d of 10 queued tasks ran, the canceller went on %d times, %d threads never saw it",
+           "cancel parallel: %d of 3 queued tasks ran, the canceller went on %d times, %d threads never saw it",
            tasks_ran, after_cancel, late);
 
     int cancelling = 0, iterations = 0;

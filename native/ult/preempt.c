@@ -70,6 +70,7 @@ static struct {
     struct tick_seen {
         tlu_thread *current;
         uint32_t tick;
+        int crowded; /* current held threads that could run instead */
     } *seen;
 } pre;
 
@@ -170,12 +171,19 @@ static void tick(void)
         tlu_thread *cur = __atomic_load_n(&vp->current, __ATOMIC_RELAXED);
         uint32_t t = __atomic_load_n(&vp->tick, __ATOMIC_RELAXED);
         int same = cur && cur == pre.seen[i].current && t == pre.seen[i].tick;
+        /* its slice counts from the look that first saw it crowded: a
+         * thread that ran alone for long (a master back from a blocking
+         * call) and was just handed others (its region's workers) gets a
+         * whole tick before it yields, not 0-10 ms */
+        int crowded = cur && tlu_sched_has_own_work(vp);
+        int slice_over = same && crowded && pre.seen[i].crowded;
         pre.seen[i].current = cur;
         pre.seen[i].tick = t;
+        pre.seen[i].crowded = crowded;
         pid_t tid = atomic_load_explicit(&vp->tid, RLX);
         int stranded = cur && idle && i < active && __atomic_load_n(&vp->runq_head, __ATOMIC_RELAXED);
         int must_stop = cur && i >= active;
-        if (!tid || !(stranded || must_stop || (same && tlu_sched_has_own_work(vp))))
+        if (!tid || !(stranded || must_stop || slice_over))
             continue;
         if (!thread_running(tid) || !still_ours())
             continue;

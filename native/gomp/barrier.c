@@ -138,10 +138,7 @@ static void wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *
 {
     tlg_team *team = thr->team;
     if (tlg_task_run_one(thr, ancestor)) {
-        if (thr->hungry) {
-            thr->hungry = 0;
-            atomic_store_explicit(&team->hungry, 0, RLX);
-        }
+        tlg_hungry_clear(thr);
         *spin = (tlg_spin){0};
         return;
     }

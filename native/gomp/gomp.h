@@ -499,6 +499,15 @@ typedef struct {
     uint64_t since;
     unsigned steps;
 } tlg_spin;
+/* thr runs or creates a task: the team's hungry flag, if thr set it,
+ * goes (task.c's keep rule; barrier.c sets it) */
+static inline void tlg_hungry_clear(tlg_thread *thr)
+{
+    if (thr->hungry) {
+        thr->hungry = 0;
+        atomic_store_explicit(&thr->team->hungry, 0, RLX);
+    }
+}
 /* One pause of a spin that lasts budget_ns: 1 while within it (the clock
  * read every 64th pause, the time counted from the first read). */
 int tlg_spin_within(tlg_spin *spin, uint64_t budget_ns);

@@ -1116,10 +1116,7 @@ static int must_run_now(tlg_thread *thr, bool if_clause)
     /* a thread that creates tasks looks for none: a hungry flag it set
      * while it waited (its wait ended without a task, a taskwait whose
      * children others ran) goes */
-    if (thr->hungry) {
-        thr->hungry = 0;
-        atomic_store_explicit(&thr->team->hungry, 0, RLX);
-    }
+    tlg_hungry_clear(thr);
     /* the thread's own fields first: the current task's final flag is
      * one more dependent load, needed only below the cutoff */
     if (thr->inline_depth < TLG_INLINE_DEPTH) {

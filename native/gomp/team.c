@@ -38,7 +38,6 @@
 
 #include <errno.h>
 #include <omp.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -569,6 +568,13 @@ static int dock_wait(tlg_thread *me);
  */
 enum { TLG_DOCK_NONE, TLG_DOCK_WAITING, TLG_DOCK_CLAIMED, TLG_DOCK_GO, TLG_DOCK_EVICT };
 
+/* The worker answers EVICT: a master may wait for it (undock). */
+static void dock_leave(tlg_thread *me)
+{
+    atomic_store_explicit(&me->dock, TLG_DOCK_NONE, REL);
+    tl_ult_wake(&me->dock, INT_MAX);
+}
+
 /* The worker, before it counts itself finished: 1 when it docked. */
 static int dock_enter(tlg_thread *me)
 {
@@ -576,8 +582,7 @@ static int dock_enter(tlg_thread *me)
     uint32_t s = TLG_DOCK_NONE;
     if (atomic_compare_exchange_strong_explicit(&me->dock, &s, TLG_DOCK_WAITING, REL, RLX))
         return 1;
-    /* a recall told it to go before it docked */
-    atomic_store_explicit(&me->dock, TLG_DOCK_NONE, REL);
+    dock_leave(me); /* a recall told it to go before it docked */
     return 0;
 }
 
@@ -593,7 +598,7 @@ static int dock_wait(tlg_thread *me)
             return 1;
         }
         if (s == TLG_DOCK_EVICT) {
-            atomic_store_explicit(&me->dock, TLG_DOCK_NONE, REL);
+            dock_leave(me);
             return 0;
         }
         if (s != TLG_DOCK_WAITING) { /* claimed: GO comes next */
@@ -644,14 +649,8 @@ static void undock(tlg_thread *m, int wait)
         atomic_store_explicit(&m->dock, TLG_DOCK_NONE, RLX);
         return;
     }
-    for (unsigned n = 0; atomic_load_explicit(&m->dock, ACQ) == TLG_DOCK_EVICT; n++) {
-        if (tl_ult_self())
-            tl_ult_yield();
-        else if (n < 64)
-            tl_cpu_relax();
-        else
-            sched_yield();
-    }
+    while (atomic_load_explicit(&m->dock, ACQ) == TLG_DOCK_EVICT)
+        tlg_wait_word(&m->dock, TLG_DOCK_EVICT);
 }
 
 /* Thread m's state for its team's region, but what others may read before

@@ -67,6 +67,9 @@
 #define _GNU_SOURCE
 #include "gomp.h"
 
+#include "threadlab/rm_client.h"
+
+#include <errno.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -961,8 +964,11 @@ static void put_range(void *arg, const struct range *r)
  * body reads the data's copy, so that word is written before the data
  * is copied (as libgomp does). `left`: the event, and the body when it
  * runs deferred. */
+static void fulfiller_start(void);
+
 static void detach_event_init(tlg_task *t, int left, void *detach, void *data)
 {
+    fulfiller_start();
     atomic_init(&t->detach_left, left);
     *(void **)detach = t;
     if (data)
@@ -996,9 +1002,11 @@ static void run_undeferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cpyfn)
     }
     if (atomic_load_explicit(&t->detach_left, ACQ) && !thr->team) {
         /* outside any team only another kernel thread can fulfil it
-         * (omp_fulfill_event wakes the word) */
-        while (atomic_load_explicit(&t->detach_left, ACQ))
-            tlg_wait_word((_Atomic uint32_t *)(void *)&t->detach_left, 1);
+         * (omp_fulfill_event wakes the word; 2: fulfilled, the wake on
+         * its way from the fulfiller) */
+        uint32_t left;
+        while ((left = (uint32_t)atomic_load_explicit(&t->detach_left, ACQ)))
+            tlg_wait_word((_Atomic uint32_t *)(void *)&t->detach_left, left);
     } else if (atomic_load_explicit(&t->detach_left, ACQ)) {
         /* it completes when its event is fulfilled; the team's threads
          * run tasks meanwhile */
@@ -1314,28 +1322,128 @@ void tlg_workshare_taskgroup_start(tlg_thread *thr)
 
 /* ---- detach ------------------------------------------------------------------------------ */
 
-TLG_EXPORT void omp_fulfill_event(omp_event_handle_t event)
+/*
+ * Who completes an event. omp_fulfill_event is called from anywhere: a
+ * task, a thread of the program's own, a library's callback thread, and
+ * a signal handler (the OpenMP Examples' task_detach.2 fulfils an
+ * asynchronous write's event from its completion signal). On a VP's
+ * kernel thread that handler interrupts the scheduler or a ULT at any
+ * instruction, possibly one holding a parking-lot bucket's lock or half
+ * way through the VP's own run queue, so the fulfilment there only marks
+ * the task (an atomic operation) and hands it to the fulfiller: a kernel
+ * thread of the runtime's, started with the program's first detached
+ * task, that takes none of the program's signals and completes the
+ * events (wakes the waiter, finishes the task) as any thread outside the
+ * teams does. Elsewhere (threads that are not VPs; a forked child, whose
+ * VPs and fulfiller stayed in the parent) the caller completes it itself.
+ *
+ * An undeferred task's detach_left: 1 pending, 2 fulfilled with its wake
+ * on the way (its waiter keeps waiting), 0 complete; a deferred task's
+ * counts the body and the event (see run_task).
+ */
+static struct {
+    _Atomic(tlg_task *) head; /* fulfilled, waiting for the fulfiller (linked by next_free: a
+                                 task waiting for its event is in no other list) */
+    uint32_t kick;            /* futex word: +1 per push */
+    _Atomic int started;      /* 0 not yet, 1 starting, 2 running, -1 could not start */
+} fulfiller;
+
+static void complete_event(tlg_task *t)
 {
-    tlg_task *t = (tlg_task *)event;
     if (!t->deferred) {
-        /* an undeferred task: its thread waits for this, in its team's
-         * event or, outside any team, on the count itself; once the count
-         * is 0 the task may be gone (a wake touches the parking lot's
-         * bucket, never the word) */
+        /* its thread waits for 0, in its team's event or, outside any
+         * team, on the count itself; once the count is 0 the task may be
+         * gone (a wake touches the parking lot's bucket, never the word) */
         tlg_team *team = t->team;
-        if (atomic_exchange_explicit(&t->detach_left, 0, ACQREL) == 0)
-            tlg_fatal("omp_fulfill_event: event %p fulfilled twice", (void *)t);
+        _Atomic uint32_t *word = (_Atomic uint32_t *)(void *)&t->detach_left;
+        atomic_store_explicit(&t->detach_left, 0, REL);
         if (team)
             tlg_team_event(team, 1);
         else
-            tl_ult_wake((_Atomic uint32_t *)(void *)&t->detach_left, 1);
+            tl_ult_wake(word, 1);
+        return;
+    }
+    task_finish(tlg_self(), t); /* the body had finished */
+}
+
+static void *fulfiller_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        uint32_t kick = __atomic_load_n(&fulfiller.kick, __ATOMIC_ACQUIRE);
+        tlg_task *t = atomic_exchange_explicit(&fulfiller.head, NULL, ACQ);
+        if (!t) {
+            tl_rm_futex_wait(&fulfiller.kick, kick, UINT64_C(1000000000));
+            continue;
+        }
+        tlg_task *fifo = NULL; /* in the order they were fulfilled */
+        while (t) {
+            tlg_task *next = t->next_free;
+            t->next_free = fifo;
+            fifo = t;
+            t = next;
+        }
+        while (fifo) {
+            t = fifo;
+            fifo = t->next_free;
+            t->next_free = NULL;
+            complete_event(t);
+        }
+    }
+    return NULL;
+}
+
+static void fulfiller_start(void)
+{
+    int state = atomic_load_explicit(&fulfiller.started, ACQ);
+    if (TLG_LIKELY(state != 0))
+        return;
+    if (!atomic_compare_exchange_strong_explicit(&fulfiller.started, &state, 1, ACQREL, ACQ))
+        return;
+    int rc = tl_rm_client_watcher(fulfiller_main, NULL, "threadlab-event");
+    if (rc != 0)
+        tlg_notice("omp_fulfill_event: cannot start the fulfiller thread (%s): events fulfilled "
+                   "in signal handlers may hang",
+                   strerror(rc));
+    atomic_store_explicit(&fulfiller.started, rc == 0 ? 2 : -1, REL);
+}
+
+/* Async-signal-safe: a compare-and-swap loop and a futex call. */
+static void fulfil_later(tlg_task *t)
+{
+    int saved_errno = errno;
+    tlg_task *head = atomic_load_explicit(&fulfiller.head, RLX);
+    do
+        t->next_free = head;
+    while (!atomic_compare_exchange_weak_explicit(&fulfiller.head, &head, t, REL, RLX));
+    __atomic_add_fetch(&fulfiller.kick, 1, __ATOMIC_RELEASE);
+    tl_rm_futex_wake(&fulfiller.kick, 1);
+    errno = saved_errno;
+}
+
+TLG_EXPORT void omp_fulfill_event(omp_event_handle_t event)
+{
+    tlg_task *t = (tlg_task *)event;
+    int later = !tlg_forked && tl_ult_vp_id() >= 0 && atomic_load_explicit(&fulfiller.started, ACQ) == 2;
+    if (!t->deferred) {
+        int pending = 1;
+        if (!atomic_compare_exchange_strong_explicit(&t->detach_left, &pending, 2, ACQREL, ACQ))
+            tlg_fatal("omp_fulfill_event: event %p fulfilled twice", (void *)t);
+        if (later)
+            fulfil_later(t);
+        else
+            complete_event(t);
         return;
     }
     int left = atomic_fetch_sub_explicit(&t->detach_left, 1, ACQREL);
     if (left <= 0)
         tlg_fatal("omp_fulfill_event: event %p is not pending", (void *)t);
-    if (left == 1)
-        task_finish(tlg_self(), t); /* the body had finished */
+    if (left == 1) {
+        if (later)
+            fulfil_later(t);
+        else
+            complete_event(t);
+    }
 }
 
 TLG_EXPORT int omp_in_final(void)

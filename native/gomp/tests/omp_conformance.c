@@ -24,6 +24,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1290,6 +1291,99 @@ static void check_detach_events(void)
     EXPECT(seen == 1, "an undeferred detached task outside any region completed before its event");
 }
 
+/* Events fulfilled in a signal handler (as the OpenMP Examples'
+ * task_detach.2 does for an asynchronous write's completion signal): the
+ * handler runs on the program's main kernel thread, which is a VP under
+ * threadlab-gomp, interrupting whatever it runs (the scheduler, a waiting
+ * master); an undeferred task its master waits for, and a deferred one
+ * the region's end and a dependent task wait for. */
+static omp_event_handle_t signal_event;
+static int signal_armed, signal_fulfilled;
+static pthread_t signal_target;
+
+static void on_fulfil_signal(int sig)
+{
+    (void)sig;
+    __atomic_store_n(&signal_fulfilled, 1, __ATOMIC_RELAXED);
+    omp_fulfill_event(signal_event);
+}
+
+static void *signal_sender(void *arg)
+{
+    int rounds = *(int *)arg;
+    for (int r = 1; r <= rounds; r++) {
+        while (__atomic_load_n(&signal_armed, __ATOMIC_ACQUIRE) != r)
+            sched_yield();
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL); /* its waiter is waiting by now, most likely */
+        pthread_kill(signal_target, SIGUSR2);
+    }
+    return NULL;
+}
+
+static void check_detach_signal(void)
+{
+#if defined(__SANITIZE_THREAD__)
+    SKIP("ThreadSanitizer delivers a signal when its thread enters one of its interceptors, and a VP "
+         "asleep in its futex never does");
+#endif
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fulfil_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGUSR2, &sa, &old) != 0) {
+        FAIL("sigaction");
+        return;
+    }
+    signal_target = pthread_self();
+    int rounds = 6, undeferred_ok = 0, deferred_ok = 0, after_ok = 0;
+    pthread_t th;
+    if (pthread_create(&th, NULL, signal_sender, &rounds) != 0) {
+        FAIL("pthread_create");
+        sigaction(SIGUSR2, &old, NULL);
+        return;
+    }
+    for (int r = 1; r <= rounds; r += 2) {
+        __atomic_store_n(&signal_fulfilled, 0, __ATOMIC_RELAXED);
+#pragma omp parallel num_threads(2)
+#pragma omp masked
+        {
+            omp_event_handle_t ev;
+#pragma omp task detach(ev) if (0)
+            {
+                signal_event = ev;
+                __atomic_store_n(&signal_armed, r, __ATOMIC_RELEASE);
+            }
+            undeferred_ok += __atomic_load_n(&signal_fulfilled, __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&signal_fulfilled, 0, __ATOMIC_RELAXED);
+        int x = 0;
+#pragma omp parallel num_threads(2) shared(x)
+#pragma omp masked
+        {
+            omp_event_handle_t ev;
+#pragma omp task detach(ev) depend(out : x)
+            {
+                x = 1;
+                signal_event = ev;
+                __atomic_store_n(&signal_armed, r + 1, __ATOMIC_RELEASE);
+            }
+#pragma omp task depend(in : x)
+            after_ok += x && __atomic_load_n(&signal_fulfilled, __ATOMIC_RELAXED);
+        }
+        deferred_ok += __atomic_load_n(&signal_fulfilled, __ATOMIC_RELAXED);
+    }
+    pthread_join(th, NULL);
+    sigaction(SIGUSR2, &old, NULL);
+    EXPECT(undeferred_ok == rounds / 2, "undeferred tasks completed after their signal's fulfilment: %d of %d",
+           undeferred_ok, rounds / 2);
+    EXPECT(deferred_ok == rounds / 2 && after_ok == rounds / 2,
+           "deferred tasks whose event a signal fulfilled: %d of %d regions ended after it, %d of %d "
+           "dependent tasks ran after it",
+           deferred_ok, rounds / 2, after_ok, rounds / 2);
+}
+
 static void check_detach_taskloop(void)
 {
     int flag = 0, after = 0;
@@ -2337,6 +2431,7 @@ static const struct {
     {"dependences", check_dependences},
     {"tasks_inline", check_tasks_inline},
     {"detach_events", check_detach_events},
+    {"detach_signal", check_detach_signal},
     {"detach_taskloop", check_detach_taskloop},
     {"threadprivate", check_threadprivate},
     {"icvs", check_icvs},

@@ -4,7 +4,8 @@
  *
  * Every memory space is the process heap. An allocator carries its traits
  * that matter on a host: alignment, a pool size (bytes it may have
- * outstanding) and what happens when it cannot serve (fallback: the
+ * outstanding, each block's header and alignment padding counted with it,
+ * as libgomp and LLVM's runtime count them) and what happens when it cannot serve (fallback: the
  * default allocator, NULL, abort, or another allocator). Each block
  * remembers its allocator and size in a header in front of it, so free
  * and realloc need not be told.
@@ -19,7 +20,7 @@
 typedef struct tlg_allocator {
     size_t alignment;
     size_t pool_size;         /* 0: unlimited */
-    _Atomic size_t used;      /* bytes of its blocks outstanding (what was asked for) */
+    _Atomic size_t used;      /* bytes of its blocks outstanding (charge: their headers too) */
     int fallback;             /* omp_atv_*_fb */
     omp_allocator_handle_t fb_data;
 } tlg_allocator;
@@ -156,12 +157,35 @@ static void pool_give(tlg_allocator *al, size_t n)
     atomic_fetch_sub_explicit(&al->used, n, RLX);
 }
 
+/* What a block of alignment align holds in front of its bytes: its
+ * header, padded to the alignment. */
+static size_t head_of(size_t align)
+{
+    if (align < sizeof(void *))
+        align = sizeof(void *);
+    return (sizeof(block) + align - 1) / align * align;
+}
+
+/* What a block counts against its allocator's pool: all it takes from the
+ * heap, header and padding with its size (a pool of 2 MiB holds one block
+ * of 1 MiB with a null fallback, not two; SIZE_MAX: it could not fit). */
+static size_t charge(size_t align, size_t size)
+{
+    size_t head = head_of(align);
+    return size > SIZE_MAX - head ? SIZE_MAX : head + size;
+}
+
+static size_t charge_of(const block *b, const void *ptr)
+{
+    return (size_t)((const char *)ptr - (const char *)b->base) + b->size;
+}
+
 /* A block from the heap, its header in front, counted against no pool. */
 static void *raw_alloc(size_t align, size_t size, omp_allocator_handle_t handle, int zero)
 {
     if (align < sizeof(void *))
         align = sizeof(void *);
-    size_t head = (sizeof(block) + align - 1) / align * align;
+    size_t head = head_of(align);
     char *base = NULL;
     if (size > SIZE_MAX - head || posix_memalign((void **)&base, align, head + size) != 0)
         return NULL;
@@ -212,12 +236,13 @@ static void *alloc_with(size_t align, size_t size, omp_allocator_handle_t a, int
     a = resolve(a);
     tlg_allocator *al = custom(a);
     align = alignment_of(a, align);
-    if (al && al->pool_size && !pool_take(al, size))
+    size_t n = charge(align, size);
+    if (al && al->pool_size && !pool_take(al, n))
         return fall_back(al, align, size, zero);
     void *p = raw_alloc(align, size, a, zero);
     if (!p && al) {
         if (al->pool_size)
-            pool_give(al, size);
+            pool_give(al, n);
         return fall_back(al, align, size, zero);
     }
     return p;
@@ -231,7 +256,7 @@ TLG_EXPORT void omp_free(void *ptr, omp_allocator_handle_t allocator)
     block *b = header(ptr);
     tlg_allocator *al = custom(b->handle);
     if (al && al->pool_size)
-        pool_give(al, b->size);
+        pool_give(al, charge_of(b, ptr));
     free(b->base);
 }
 
@@ -266,7 +291,8 @@ TLG_EXPORT void *omp_aligned_calloc(size_t alignment, size_t nmemb, size_t size,
  * an in-place resize would: a pool of 4096 resizes 3071 bytes to 3072. */
 static void *realloc_same_pool(block *b, void *ptr, size_t size, omp_allocator_handle_t to, tlg_allocator *al)
 {
-    size_t grow = size > b->size ? size - b->size : 0;
+    size_t old = charge_of(b, ptr), now = charge(al->alignment, size);
+    size_t grow = now > old ? now - old : 0;
     if (grow && !pool_take(al, grow))
         return NULL;
     void *n = raw_alloc(al->alignment, size, to, 0);
@@ -276,8 +302,8 @@ static void *realloc_same_pool(block *b, void *ptr, size_t size, omp_allocator_h
         return NULL;
     }
     memcpy(n, ptr, b->size < size ? b->size : size);
-    if (size < b->size)
-        pool_give(al, b->size - size);
+    if (now < old)
+        pool_give(al, old - now);
     free(b->base);
     return n;
 }

@@ -134,6 +134,34 @@ static void check_alloc_pool_realloc(void)
     omp_destroy_allocator(a);
 }
 
+/* A pool counts what its blocks take, headers too (LLVM's runtime tests
+ * omp_alloc_null_fb and omp_alloc_hbw: a pool of 2 MiB with a null
+ * fallback gives one of two threads 1 MiB, and the other NULL; a runtime
+ * that counted only the bytes asked for gave both), and a freed block gives
+ * all of it back. */
+static void check_alloc_pool_charge(void)
+{
+    const omp_alloctrait_t traits[] = {{omp_atk_pool_size, 2 << 20}, {omp_atk_fallback, omp_atv_null_fb}};
+    omp_allocator_handle_t a = omp_init_allocator(omp_default_mem_space, 2, traits);
+    CHECK(a != omp_null_allocator, "a pool of 2 MiB was refused");
+    if (a == omp_null_allocator)
+        return;
+    void *p[2] = {NULL, NULL};
+#pragma omp parallel num_threads(2)
+    {
+        int i = omp_get_thread_num();
+        p[i] = omp_alloc(1 << 20, a);
+    }
+    CHECK((p[0] == NULL) != (p[1] == NULL), "two blocks of 1 MiB from a pool of 2 MiB (null_fb): %s, %s",
+          p[0] ? "a block" : "NULL", p[1] ? "a block" : "NULL");
+    omp_free(p[0], a);
+    omp_free(p[1], a);
+    void *again = omp_alloc(1 << 20, a);
+    CHECK(again != NULL, "1 MiB from a pool of 2 MiB after its blocks were freed: NULL");
+    omp_free(again, a);
+    omp_destroy_allocator(a);
+}
+
 /* Traits with a key or value OpenMP does not define make no allocator. */
 static void check_alloc_traits(void)
 {
@@ -489,6 +517,7 @@ static const struct {
 } checks[] = {
     {"alloc_zero", check_alloc_zero},
     {"alloc_pool_realloc", check_alloc_pool_realloc},
+    {"alloc_pool_charge", check_alloc_pool_charge},
     {"alloc_traits", check_alloc_traits},
     {"alloc_default", check_alloc_default},
     {"alloc_fortran", check_alloc_fortran},

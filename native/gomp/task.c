@@ -1050,8 +1050,8 @@ static tlg_task *make_deferred(tlg_thread *thr, tlg_fn fn, void *data, void (*cp
         cpyfn(arg, data);
         thr->task = t->parent;
         t->copied = 1;
-    } else {
-        memcpy(arg, data, (size_t)arg_size);
+    } else if (arg_size) {
+        memcpy(arg, data, (size_t)arg_size); /* a task with no data has NULL: no copy at all */
     }
     return t;
 }

@@ -848,8 +848,24 @@ static void spawn(int depth, int *count)
     }
 }
 
+/* A task that captures nothing: GCC passes it no data (NULL, 0 bytes). */
+static int no_data_tasks;
+static void count_no_data_task(void)
+{
+    __atomic_fetch_add(&no_data_tasks, 1, __ATOMIC_RELAXED);
+}
+
 static void check_tasks(void)
 {
+    no_data_tasks = 0;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    for (int i = 0; i < 8; i++) {
+#pragma omp task
+        count_no_data_task();
+    }
+    EXPECT(no_data_tasks == 8, "tasks without data: %d of 8 ran", no_data_tasks);
+
     long f = 0, ff = 0;
 #pragma omp parallel num_threads(3)
 #pragma omp single

@@ -228,9 +228,10 @@ static void parse_schedule(tlg_icv *icv)
         bad("OMP_SCHEDULE", v, accepted);
         return;
     }
-    if (kind == TLG_SCHED_AUTO)
-        chunk = 0;
-    else if (chunk == 0 && kind != TLG_SCHED_STATIC)
+    /* as libgomp: without a chunk, 1 but for static (auto too: its
+     * loops ignore it, omp_get_schedule reports it; LLVM's test
+     * omp_for_schedule_runtime expects auto,1) */
+    if (chunk == 0 && kind != TLG_SCHED_STATIC)
         chunk = 1;
     icv->run_sched = kind | mono;
     icv->run_chunk = chunk;

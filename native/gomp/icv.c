@@ -62,10 +62,11 @@ TLG_EXPORT void omp_set_schedule(omp_sched_t kind, int chunk)
         return; /* an unknown kind: ignored (OpenMP: implementation defined) */
     if (chunk <= 0)
         chunk = k == TLG_SCHED_STATIC ? 0 : 1;
-    if (k == TLG_SCHED_AUTO)
-        chunk = 0;
     icv->run_sched = (unsigned)kind;
-    icv->run_chunk = chunk;
+    /* auto ignores its chunk and keeps the one set before, as libgomp
+     * does (its loops run static; omp_get_schedule reports the chunk) */
+    if (k != TLG_SCHED_AUTO)
+        icv->run_chunk = chunk;
 }
 
 TLG_EXPORT void omp_get_schedule(omp_sched_t *kind, int *chunk)

@@ -211,6 +211,14 @@ static int check_hits(int n, const char *what)
         check_hits(n, sched);                                                                               \
     } while (0)
 
+
+/* Sets run-sched-var back to what omp_get_schedule said: auto keeps the
+ * chunk set before it (libgomp's rule), so the chunk goes first. */
+static void restore_schedule(omp_sched_t kind, int chunk)
+{
+    omp_set_schedule(omp_sched_dynamic, chunk);
+    omp_set_schedule(kind, chunk);
+}
 static void check_loops(void)
 {
     static const int sizes[] = {0, 1, 2, 3, 7, 64, N_ITER};
@@ -244,6 +252,16 @@ static void check_loops(void)
             omp_get_schedule(&got, &gchunk);
             EXPECT(got == kinds[k], "omp_get_schedule kind %d, set %d", (int)got, (int)kinds[k]);
         }
+    /* auto ignores its chunk: the one set before stays, as on libgomp */
+    omp_set_schedule(omp_sched_dynamic, 6);
+    omp_set_schedule(omp_sched_auto, 2);
+    {
+        omp_sched_t got;
+        int gchunk;
+        omp_get_schedule(&got, &gchunk);
+        EXPECT(got == omp_sched_auto && gchunk == 6, "dynamic,6 then auto,2: omp_get_schedule %d,%d, libgomp's 4,6",
+               (int)got, gchunk);
+    }
     /* static with a chunk through the runtime: chunk k goes to thread k mod n */
     omp_set_schedule(omp_sched_static, 4);
     int owner[N_ITER];
@@ -275,7 +293,7 @@ static void check_loops(void)
         if (owner[i] != second[i])
             bad++;
     EXPECT(bad == 0, "two static loops: %d iterations on different threads", bad);
-    omp_set_schedule(saved_kind, saved_chunk);
+    restore_schedule(saved_kind, saved_chunk);
 
     /* steps, directions, combined constructs */
     long s = 0;
@@ -484,7 +502,7 @@ static void check_doacross(void)
             }
         da_check(scheds[k].name);
     }
-    omp_set_schedule(saved_kind, saved_chunk);
+    restore_schedule(saved_kind, saved_chunk);
 
     /* bounds past LONG_MAX, known only when it runs: GCC counts the loop in
      * unsigned long long (the GOMP_loop_ull_doacross and GOMP_doacross_ull
@@ -1556,6 +1574,9 @@ static void check_icvs(void)
     if (sched && !strcmp(sched, "guided,7"))
         EXPECT((kind & ~omp_sched_monotonic) == omp_sched_guided && chunk == 7, "OMP_SCHEDULE=%s read as %d,%d",
                sched, (int)kind, chunk);
+    if (sched && !strcmp(sched, "auto"))
+        EXPECT((kind & ~omp_sched_monotonic) == omp_sched_auto && chunk == 1,
+               "OMP_SCHEDULE=auto read as %d,%d (libgomp: 4,1)", (int)kind, chunk);
     if (!sched)
         EXPECT(kind == omp_sched_dynamic && chunk == 1, "default runtime schedule %d,%d", (int)kind, chunk);
     EXPECT(omp_get_thread_limit() == env_int("OMP_THREAD_LIMIT", INT_MAX), "thread limit %d",

@@ -5,10 +5,10 @@
  * Every memory space is the process heap. An allocator carries its traits
  * that matter on a host: alignment, a pool size (bytes it may have
  * outstanding, each block's header and alignment padding counted with it,
- * as libgomp and LLVM's runtime count them) and what happens when it cannot serve (fallback: the
- * default allocator, NULL, abort, or another allocator). Each block
- * remembers its allocator and size in a header in front of it, so free
- * and realloc need not be told.
+ * as libgomp and LLVM's runtime count them) and what happens when it
+ * cannot serve (fallback: the default allocator, NULL, abort, or another
+ * allocator). Each block remembers its allocator and size in a header in
+ * front of it, so free and realloc need not be told.
  */
 #define _GNU_SOURCE
 #include "gomp.h"

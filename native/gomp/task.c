@@ -1134,10 +1134,13 @@ static int must_run_now(tlg_thread *thr, bool if_clause)
     /* the thread's own fields first: the current task's final flag is
      * one more dependent load, needed only below the cutoff */
     if (thr->inline_depth < TLG_INLINE_DEPTH) {
-        if (tl_ult_deque_holds(thr->tq, TLG_KEEP) &&
-            (!atomic_load_explicit(&thr->team->hungry, RLX) || tl_ult_deque_holds(thr->tq, TLG_CUTOFF))) {
-            thr->inline_credit = tl_ult_deque_holds(thr->tq, TLG_CUTOFF) ? TLG_CUTOFF_CREDIT - 1 : TLG_KEEP_CREDIT - 1;
-            return 1;
+        if (tl_ult_deque_holds(thr->tq, TLG_KEEP)) {
+            /* the deque's size read once: its top is the thieves' line */
+            int full = tl_ult_deque_holds(thr->tq, TLG_CUTOFF);
+            if (full || !atomic_load_explicit(&thr->team->hungry, RLX)) {
+                thr->inline_credit = full ? TLG_CUTOFF_CREDIT - 1 : TLG_KEEP_CREDIT - 1;
+                return 1;
+            }
         }
     }
     return thr->task->final;

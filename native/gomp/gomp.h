@@ -246,6 +246,8 @@ typedef struct tlg_task {
     int done;                 /* finished (under the parent's table lock) */
     int priority;             /* its priority clause, clamped to max-task-priority-var */
     unsigned prio_seq;        /* queued with a priority: the order among equals */
+    unsigned depth;           /* parents above it (implicit tasks: 0) */
+    struct tlg_task *jump;    /* an ancestor further up (task.c, "Scheduling constraint") */
     /* written by other threads (its children as they finish, its
      * predecessors): a line of its own, so that creating children and
      * finishing them do not take each other's line */

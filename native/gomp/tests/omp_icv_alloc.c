@@ -330,6 +330,76 @@ static void check_task_priority(void)
           order[1], order[2], order[3], order[4], order[5], order[6], order[7], order[8], order[9]);
 }
 
+/* ---- the scheduling constraint, far from the waiting task ---------------------------- */
+
+/* A task waiting at its taskgroup's end runs only its own descendants.
+ * Priorities make the order known on one thread: a chain of 40 links
+ * (priority 5) grows beside X (priority 4) and stops with a link of
+ * priority 3, 46 tasks deep; X's taskgroup then grows a chain of 40
+ * links of priority 1 under X, 6 deep. So at X's wait the queued task of
+ * highest priority is the far cousin, which X must leave, and each task
+ * X may run is 1 to 40 levels below it. A wrong "descends" runs the
+ * cousin there, or leaves the descendants queued and the wait hangs. */
+enum { ANCESTRY_LINKS = 40, ANCESTRY_DEPTH = 5 };
+static int x_waiting, cousins_ran, cousins_in_wait, descendants_ran;
+
+static void cousin_link(int left)
+{
+    cousins_ran++;
+    cousins_in_wait += x_waiting;
+    if (left > 0) {
+#pragma omp task priority(left > 1 ? 5 : 3)
+        cousin_link(left - 1);
+    }
+}
+
+static void descendant_link(int left)
+{
+    descendants_ran++;
+    if (left > 0) {
+#pragma omp task priority(1)
+        descendant_link(left - 1);
+    }
+}
+
+static void ancestry_level(int level)
+{
+    if (level < ANCESTRY_DEPTH) {
+#pragma omp task
+        ancestry_level(level + 1);
+        return;
+    }
+#pragma omp task priority(4)
+    {
+#pragma omp taskgroup
+        {
+#pragma omp task priority(1)
+            descendant_link(ANCESTRY_LINKS - 1);
+            x_waiting = 1;
+        }
+        x_waiting = 0;
+    }
+#pragma omp task priority(5)
+    cousin_link(ANCESTRY_LINKS);
+}
+
+static void check_task_ancestry(void)
+{
+    if (!env_is("OMP_MAX_TASK_PRIORITY", "5"))
+        return;
+#pragma omp parallel num_threads(1)
+#pragma omp single
+    ancestry_level(1);
+    CHECK(descendants_ran == ANCESTRY_LINKS && cousins_ran == ANCESTRY_LINKS + 1,
+          "%d of %d descendants and %d of %d cousins ran", descendants_ran, ANCESTRY_LINKS, cousins_ran,
+          ANCESTRY_LINKS + 1);
+    /* libgomp's taskgroup end takes the team queue's first task instead
+     * of the group's when it has a higher priority (GCC 12, task.c), so
+     * there the cousin runs in X's wait; libthreadlab-gomp keeps the rule */
+    CHECK(cousins_in_wait == 0 || !on_threadlab(), "%d cousins ran in their cousin's taskgroup wait",
+          cousins_in_wait);
+}
+
 /* ---- affinity format ----------------------------------------------------------------- */
 
 static void check_affinity_format(void)
@@ -523,6 +593,7 @@ static const struct {
     {"alloc_fortran", check_alloc_fortran},
     {"teams_icvs", check_teams_icvs},
     {"task_priority", check_task_priority},
+    {"task_ancestry", check_task_ancestry},
     {"affinity_format", check_affinity_format},
     {"display_affinity", check_display_affinity},
     {"fortran_int8", check_fortran_int8},

@@ -53,8 +53,9 @@
  * walking parents made such a wait quadratic (a taskgroup over a chain of
  * 100,000 links took 7 s). So each task keeps its depth and a jump pointer
  * (Myers's skew-binary scheme): its parent's jump's jump when the parent's
- * jump and that one's span equal depths, else its parent. Any ancestor is
- * then O(log depth) steps up; a child, the usual case, is one.
+ * jump and that one's span equal depths, else its parent (a root, an
+ * implicit task, is its own jump). Any ancestor is then O(log depth)
+ * steps up; a child, the usual case, is one.
  *
  * Priorities. A task with a priority above 0 (clamped to
  * max-task-priority-var, OMP_MAX_TASK_PRIORITY, as libgomp does) is queued
@@ -717,7 +718,7 @@ static int descends(const tlg_task *t, const tlg_task *ancestor)
         return 1;
     /* a queued task's ancestors were moved off the stack (task_promote),
      * and a stack descriptor's depth is not set */
-    if (!p || ancestor->stack)
+    if (ancestor->stack)
         return 0;
     unsigned d = ancestor->depth;
     while (p->depth > d)
@@ -905,11 +906,11 @@ static void child_ref(tlg_task *parent)
 }
 
 /* t is about to be parent's child (heap descriptors: a stack one's
- * ancestry is never read). Implicit tasks are roots: depth 0, no jump. */
+ * ancestry is never read). Implicit tasks are the roots: depth 0, and
+ * their jump is themselves (team.c). */
 static void set_ancestry(tlg_task *t, tlg_task *parent)
 {
-    tlg_task *j = parent->jump ? parent->jump : parent;
-    tlg_task *jj = j->jump ? j->jump : j;
+    tlg_task *j = parent->jump, *jj = j->jump;
     t->depth = parent->depth + 1;
     t->jump = parent->depth - j->depth == j->depth - jj->depth ? jj : parent;
 }

@@ -94,6 +94,7 @@ static void init_implicit(tlg_thread *t, const tlg_icv *icv)
     t->implicit.implicit = 1;
     atomic_init(&t->implicit.refs, 1); /* never dropped: it is not allocated */
     t->implicit.thr = t;
+    t->implicit.jump = &t->implicit; /* a root of task.c's ancestry: depth 0, its own jump */
     t->task = &t->implicit;
 }
 

@@ -211,7 +211,6 @@ static int check_hits(int n, const char *what)
         check_hits(n, sched);                                                                               \
     } while (0)
 
-
 /* Sets run-sched-var back to what omp_get_schedule said: auto keeps the
  * chunk set before it (libgomp's rule), so the chunk goes first. */
 static void restore_schedule(omp_sched_t kind, int chunk)
@@ -219,6 +218,7 @@ static void restore_schedule(omp_sched_t kind, int chunk)
     omp_set_schedule(omp_sched_dynamic, chunk);
     omp_set_schedule(kind, chunk);
 }
+
 static void check_loops(void)
 {
     static const int sizes[] = {0, 1, 2, 3, 7, 64, N_ITER};

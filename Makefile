@@ -71,19 +71,27 @@ peers: build venv
 	scripts/build-jvm.sh --if-available
 	scripts/build-go.sh --if-available
 
+# Tests run TEST_JOBS at a time, but for those that need the machine to
+# themselves: RUN_SERIAL in native/tests/CMakeLists.txt, `alone` in
+# tests/conftest.py.
+TEST_JOBS ?= 2
+
 test-native: build build-asan build-tsan
-	cd $(BUILD) && ctest --output-on-failure
-	cd $(BUILD_ASAN) && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) ctest --output-on-failure
-	cd $(BUILD_TSAN) && ctest --output-on-failure
+	cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS)
+	cd $(BUILD_ASAN) && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) ctest --output-on-failure -j $(TEST_JOBS)
+	cd $(BUILD_TSAN) && ctest --output-on-failure -j $(TEST_JOBS)
 
 # The Python suite also runs every native benchmark (quick) from the
-# sanitizer builds; it finds them through these variables.
-test-python: venv build build-asan build-tsan peers
-	THREADLAB_NATIVE_DIR=$(CURDIR)/$(BUILD)/bin \
+# sanitizer builds; it finds them through these variables.  The tests
+# marked `alone` run after the others, one at a time.
+PYTEST := THREADLAB_NATIVE_DIR=$(CURDIR)/$(BUILD)/bin \
 	THREADLAB_ASAN_DIR=$(CURDIR)/$(BUILD_ASAN)/bin \
 	THREADLAB_TSAN_DIR=$(CURDIR)/$(BUILD_TSAN)/bin \
 	ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) \
 	$(VENV)/bin/python -m pytest tests -q
+test-python: venv build build-asan build-tsan peers
+	$(PYTEST) -n $(TEST_JOBS) -m 'not alone'
+	$(PYTEST) -m alone
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(VENV) .deps.stamp jvm/target

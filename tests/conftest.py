@@ -27,6 +27,33 @@ REAL_NATIVE_DIR = Path(os.environ.get("THREADLAB_NATIVE_DIR") or REPO / "build" 
 os.environ.setdefault("ASAN_OPTIONS", "intercept_tls_get_addr=0")
 
 
+# The modules whose tests start a resource manager (threadlab-rm, or a study
+# that runs one).  A manager counts every CPU that other work keeps busy and
+# withholds it from its programs (docs/rm.md, "Other work"), so a test that
+# ran beside these would change the CPUs they hand out.  They are marked
+# `alone`, and `make test-python` runs them after the others, one at a time;
+# the others run two at a time (pytest-xdist).
+ALONE_MODULES = frozenset({
+    "test_gomp_multiprog.py", "test_multiprog.py", "test_omp.py", "test_rm.py", "test_rm_private.py",
+    "test_security_rm.py",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unlisted = set()
+    for module in {item.module for item in items if isinstance(item, pytest.Function)}:
+        name = Path(module.__file__ or "").name
+        uses_rmtools = any(getattr(value, "__module__", None) == "rmtools" for value in vars(module).values())
+        if uses_rmtools and name not in ALONE_MODULES:
+            unlisted.add(name)
+    if unlisted:
+        raise pytest.UsageError(f"{', '.join(sorted(unlisted))}: imports rmtools, which starts managers, "
+                                "but is not in ALONE_MODULES (tests/conftest.py)")
+    for item in items:
+        if item.path.name in ALONE_MODULES:
+            item.add_marker(pytest.mark.alone)
+
+
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test touches the user's store or finds the real build by accident."""

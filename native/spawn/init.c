@@ -145,13 +145,14 @@ static void fill_version(void)
     int len = 0;
     if (PMPI_Get_library_version(lib, &len) != MPI_SUCCESS)
         lib[0] = '\0';
-    /* Its first line names the MPI and its version. */
+    /* Its first line names the MPI and its version; a longer line is cut
+     * to what version_text holds. */
     for (char *p = lib; *p; p++)
         if (*p == '\n' || *p == ',') {
             *p = '\0';
             break;
         }
-    snprintf(version_text, sizeof version_text, "libthreadlab-spawn %d (%s)", TL_SPAWN_VERSION, lib);
+    snprintf(version_text, sizeof version_text, "libthreadlab-spawn %d (%.280s)", TL_SPAWN_VERSION, lib);
 }
 
 TLSP_EXPORT const char *tl_spawn_version(void)

@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -233,6 +234,45 @@ def test_two_processes_write_the_same_store_at_once(db_path: Path, tmp_path: Pat
         runs = store.runs()
         assert len(runs) == 3
         assert all(run.counts == {"ok": count} and run.status == "complete" for run in runs)
+
+
+def test_a_store_created_while_another_opener_identifies_the_file_is_accepted(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the test above under load: an opener read the file's id (0:
+    new), then another process created the store, then the opener read the
+    tables and refused "an SQLite database of another program".  Here the
+    other process creates the store between those two reads: its commit
+    waits for the opener's reads (one read transaction), or, without it,
+    lands between them within the 2 s given."""
+    db_path.touch()  # an empty file: both openers find a new store
+    created: list[BaseException | None] = []
+    other = threading.Thread(target=lambda: created.append(_open_and_close(db_path)))
+    real = Store.format_version
+
+    def format_version_with_a_rival(self: Store) -> int:
+        version = real.fget(self)  # type: ignore[attr-defined]
+        if not other.is_alive() and not created:
+            other.start()
+            other.join(timeout=2)
+        return version
+
+    monkeypatch.setattr(Store, "format_version", property(format_version_with_a_rival))
+    with Store(db_path):
+        pass
+    other.join(timeout=60)
+    assert created == [None]
+    monkeypatch.undo()
+    with Store(db_path) as store:
+        assert store.format_version == len(store_module.MIGRATIONS)
+
+
+def _open_and_close(path: Path) -> BaseException | None:
+    try:
+        Store(path).close()
+    except BaseException as error:  # noqa: BLE001 - the test reports it
+        return error
+    return None
 
 
 # ------------------------------------------------- format 1 files, deleting, renaming

@@ -339,6 +339,16 @@ class Store:
     def _identify(self) -> bool:
         """Refuses a database that is not a threadlab store; True when the
         file is empty (a new store)."""
+        # One read transaction: another process may create the store
+        # meanwhile, and an id read before its commit beside tables read
+        # after it looks like another program's database.
+        self._db.execute("BEGIN")
+        try:
+            return self._identify_read()
+        finally:
+            self._db.execute("ROLLBACK")
+
+    def _identify_read(self) -> bool:
         application_id = int(self._db.execute("PRAGMA application_id").fetchone()[0])
         version = self.format_version
         tables = [row[0] for row in self._db.execute(

@@ -72,8 +72,9 @@ peers: build venv
 	scripts/build-go.sh --if-available
 
 # Tests run TEST_JOBS at a time, but for those that need the machine to
-# themselves: RUN_SERIAL in native/tests/CMakeLists.txt, `alone` in
-# tests/conftest.py.
+# themselves (RUN_SERIAL in native/tests/CMakeLists.txt, `alone` in
+# tests/conftest.py) and the ULT runtimes' native tests, one at a time
+# among themselves (RESOURCE_LOCK): docs/architecture.md.
 TEST_JOBS ?= 2
 
 test-native: build build-asan build-tsan

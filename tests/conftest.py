@@ -55,11 +55,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
-    """No test touches the user's store or finds the real build by accident;
-    a test marked alone is not run by a pytest-xdist worker (-n)."""
+def not_beside_others(request: pytest.FixtureRequest) -> None:
+    """A test marked alone is not run by a pytest-xdist worker (-n)."""
     if request.node.get_closest_marker("alone") and hasattr(request.config, "workerinput"):
         pytest.fail("marked alone (tests/conftest.py): run it without -n, as make test-python does", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test touches the user's store or finds the real build by accident."""
     monkeypatch.setenv("THREADLAB_DB", str(tmp_path / "store.db"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(tmp_path / "no-native-programs"))

@@ -404,11 +404,23 @@ static void *lone_spinner(void *p)
     return NULL;
 }
 
+/* preempt.c's own test of a PC (internal.h): 1 when the handler would
+ * yield a thread interrupted there. */
+int tlu_preempt_pc_is_program(uintptr_t pc);
+
 static void test_preempt(void)
 {
     tl_ult_stats before, after;
     tl_ult_attr a;
     tl_ult_t t[2];
+
+    /* This program links the runtime statically: its text holds the
+     * runtime's code too, where a thread must never be yielded (it may be
+     * half-way through a switch: ult.identity crashed so in 4% of runs). */
+    CHECK(tlu_preempt_pc_is_program((uintptr_t)&lone_spinner));
+    CHECK(!tlu_preempt_pc_is_program((uintptr_t)&tl_ult_yield));
+    CHECK(!tlu_preempt_pc_is_program((uintptr_t)&tl_ult_vp_id));
+    CHECK(!tlu_preempt_pc_is_program((uintptr_t)&tl_ult_set_active_vps));
 
     /* Two spinners on the one active VP share it: each sees the other.
      * (The VPs told to stop are idle: they stop at once, before the

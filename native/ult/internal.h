@@ -432,6 +432,9 @@ void tlu_preempt_active_changed(unsigned active);
 /* Stops the ticker and puts the program's SIGURG action back. */
 void tlu_preempt_finalize(void);
 uint64_t tlu_preempt_count(void);
+/* 1 when the handler would yield a thread interrupted at `pc`: time slices
+ * are on and pc is the program's own code, not this runtime's (tests). */
+int tlu_preempt_pc_is_program(uintptr_t pc);
 
 extern struct tlu_rt tlu_rt;
 

@@ -21,7 +21,8 @@
  * ignored by default and that few programs use; Go's runtime preempts
  * with it too) when its kernel thread is running. The handler yields the
  * interrupted thread, but only where that is safe: when the thread was
- * interrupted in the program's own code (the main executable's text), so
+ * interrupted in the program's own code (the main executable's text, less
+ * this runtime's own code where the program links it statically), so
  * that neither this runtime nor libc is half-way through an update of its
  * state or holds a lock of its own. Elsewhere it returns, and the next
  * tick tries again.
@@ -59,6 +60,7 @@
 static struct {
     int enabled;                 /* the handler is installed */
     uintptr_t text_lo, text_hi;  /* the main executable's code */
+    uintptr_t own_lo, own_hi;    /* this runtime's, when it lies inside it */
     pid_t pid;
     struct sigaction previous;   /* the program's SIGURG action before ours */
     _Atomic int started;         /* the ticker runs */
@@ -98,6 +100,40 @@ static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
+/* This runtime's code: its build puts it in a section of its own,
+ * tlu_text (native/ult/CMakeLists.txt renames its objects' .text), whose
+ * bounds the linker provides.  A program that links the runtime statically
+ * has it inside its own text, and a handler that took its PC there for the
+ * program's preempted the runtime half-way through a switch: a ULT whose
+ * VP had just loaded an identity's thread pointer, not yet its own VP
+ * pointer in that block, yielded to the previous wearer's scheduler, two
+ * kernel threads on one stack (ult.identity crashed in 4% of its runs). */
+extern const char __start_tlu_text[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_tlu_text[] __attribute__((weak, visibility("hidden")));
+
+static void on_sigurg(int sig, siginfo_t *si, void *ucv);
+
+static int in_program_text(uintptr_t pc)
+{
+    return pc >= pre.text_lo && pc < pre.text_hi && !(pc >= pre.own_lo && pc < pre.own_hi);
+}
+
+/* The program's text, less this runtime's; 0 when the runtime lies in the
+ * program's text and its section is missing (a build that did not rename
+ * it): then no PC can be told safe, and there are no time slices. */
+static int find_preemptible_text(void)
+{
+    dl_iterate_phdr(find_text, NULL);
+    if (pre.text_hi <= pre.text_lo)
+        return 0;
+    uintptr_t self = (uintptr_t)&on_sigurg;
+    if (self < pre.text_lo || self >= pre.text_hi)
+        return 1; /* a shared library of its own */
+    pre.own_lo = (uintptr_t)__start_tlu_text;
+    pre.own_hi = (uintptr_t)__stop_tlu_text;
+    return self >= pre.own_lo && self < pre.own_hi;
+}
+
 static void chain(int sig, siginfo_t *si, void *uc)
 {
     if (pre.previous.sa_flags & SA_SIGINFO) {
@@ -121,7 +157,7 @@ static void on_sigurg(int sig, siginfo_t *si, void *ucv)
     ucontext_t *uc = ucv;
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
     tlu_thread *cur = vp->current;
-    if (pc >= pre.text_lo && pc < pre.text_hi && cur && !vp->in_slowpath) {
+    if (in_program_text(pc) && cur && !vp->in_slowpath) {
         /* Idle VPs: the threads queued here privately go where they can
          * take them, and this one runs on (yielding, it could take one of
          * them back from its own deque before they do). */
@@ -238,14 +274,23 @@ static void *ticker_main(void *arg)
 }
 #endif /* TLU_PREEMPT */
 
+int tlu_preempt_pc_is_program(uintptr_t pc)
+{
+#if TLU_PREEMPT
+    return pre.enabled && in_program_text(pc);
+#else
+    (void)pc;
+    return 0;
+#endif
+}
+
 int tlu_preempt_init(void)
 {
     memset(&pre, 0, sizeof pre);
 #if TLU_PREEMPT
     if (!tlu_rt.cfg.preempt_ms)
         return 0;
-    dl_iterate_phdr(find_text, NULL);
-    if (pre.text_hi <= pre.text_lo)
+    if (!find_preemptible_text())
         return 0;
     pre.seen = calloc(tlu_rt.nvps, sizeof *pre.seen);
     if (!pre.seen)

@@ -175,6 +175,16 @@ static void wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *
     if (park)
         tl_ult_wait(&team->event, seen);
     atomic_fetch_sub_explicit(&team->nparked, 1, RLX);
+    if (!park && tl_ult_local_ready()) {
+        /* Tasks are queued that this waiter may not run (a task's wait
+         * runs only its descendants), and threads are ready on its VP: one
+         * may be the thread that finishes what it waits for (a master
+         * bound to this VP, suspended in a child task). Not parking, it
+         * must still let them run: it looped here for good, and VP 0's
+         * inbox held the master (gomp.conformance.nomembarrier hung in 1%
+         * of runs). */
+        tl_ult_yield();
+    }
     *spin = (tlg_spin){0};
 }
 

@@ -13,7 +13,7 @@ BUILD_TSAN  := build-tsan
 # ASan runs of the tests: see THREADLAB_ASAN_OPTIONS in CMakeLists.txt.
 ASAN_TEST_OPTIONS := intercept_tls_get_addr=0
 
-.PHONY: all run test deps build build-asan build-tsan venv test-native test-python clean jvm go peers test-gomp-gcc
+.PHONY: all run test deps build build-asan build-tsan venv test-native test-python run-test-native run-test-python clean jvm go peers test-gomp-gcc
 
 all: build venv
 
@@ -27,8 +27,14 @@ run: build venv
 	if [ $$status -le 1 ]; then $(THREADLAB) report latest -o $(REPORT_DIR) || exit $$?; fi; \
 	exit $$status
 
-## test: every test: native unit tests in the plain, ASan/UBSan and TSan builds, then the Python suite
-test: build build-asan build-tsan venv test-native test-python
+## test: every test: native unit tests in the plain, ASan/UBSan and TSan builds, then the Python suite.
+## The set-up runs side by side (SETUP_JOBS at a time): the three builds are the compiler's work, the
+## virtual environment and the JVM/Go suites mostly downloads. Each one's output comes when it ends.
+SETUP_JOBS ?= 4
+test: deps
+	@echo "make test: building build, build-asan and build-tsan, the virtual environment and the JVM/Go suites, $(SETUP_JOBS) at a time"
+	@$(MAKE) --no-print-directory -j $(SETUP_JOBS) --output-sync=target build build-asan build-tsan venv peers
+	@$(MAKE) --no-print-directory run-test-native run-test-python
 
 deps: .deps.stamp
 .deps.stamp: scripts/install-deps.sh
@@ -78,6 +84,9 @@ peers: build venv
 TEST_JOBS ?= 2
 
 test-native: build build-asan build-tsan
+	@$(MAKE) --no-print-directory run-test-native
+# The tests alone, on builds already made (make test makes them first).
+run-test-native:
 	cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS)
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) ctest --output-on-failure -j $(TEST_JOBS)
 	cd $(BUILD_TSAN) && ctest --output-on-failure -j $(TEST_JOBS)
@@ -91,6 +100,8 @@ PYTEST := THREADLAB_NATIVE_DIR=$(CURDIR)/$(BUILD)/bin \
 	ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) \
 	$(VENV)/bin/python -m pytest tests -q
 test-python: venv build build-asan build-tsan peers
+	@$(MAKE) --no-print-directory run-test-python
+run-test-python:
 	$(PYTEST) -n $(TEST_JOBS) -m 'not alone'
 	$(PYTEST) -m alone
 

@@ -31,9 +31,10 @@ run: build venv
 ## The set-up runs side by side (SETUP_JOBS at a time): the three builds are the compiler's work, the
 ## virtual environment and the JVM/Go suites mostly downloads. Each one's output comes when it ends.
 SETUP_JOBS ?= 4
+TEST_SETUP  := build build-asan build-tsan venv peers
 test: deps
-	@echo "make test: building build, build-asan and build-tsan, the virtual environment and the JVM/Go suites, $(SETUP_JOBS) at a time"
-	@$(MAKE) --no-print-directory -j $(SETUP_JOBS) --output-sync=target build build-asan build-tsan venv peers
+	@echo "make test: making $(TEST_SETUP), $(SETUP_JOBS) at a time"
+	@$(MAKE) --no-print-directory -j $(SETUP_JOBS) --output-sync=target $(TEST_SETUP)
 	@$(MAKE) --no-print-directory run-test-native run-test-python
 
 deps: .deps.stamp

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import os
 import sqlite3
@@ -43,7 +44,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     unlisted = set()
     for module in {item.module for item in items if isinstance(item, pytest.Function)}:
         name = Path(module.__file__ or "").name
-        uses_rmtools = any(getattr(value, "__module__", None) == "rmtools" for value in vars(module).values())
+        uses_rmtools = any(getattr(value, "__module__", None) == "rmtools"
+                           or (inspect.ismodule(value) and value.__name__ == "rmtools")
+                           for value in vars(module).values())
         if uses_rmtools and name not in ALONE_MODULES:
             unlisted.add(name)
     if unlisted:

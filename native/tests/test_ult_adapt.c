@@ -7,6 +7,7 @@
  * it into a failure. */
 #define _GNU_SOURCE
 #include "check_ult.h"
+#include "internal.h" /* tlu_preempt_pc_is_program */
 
 #include <errno.h>
 #include <limits.h>
@@ -403,10 +404,6 @@ static void *lone_spinner(void *p)
     }
     return NULL;
 }
-
-/* preempt.c's own test of a PC (internal.h): 1 when the handler would
- * yield a thread interrupted there. */
-int tlu_preempt_pc_is_program(uintptr_t pc);
 
 static void test_preempt(void)
 {

@@ -60,7 +60,7 @@
 static struct {
     int enabled;                 /* the handler is installed */
     uintptr_t text_lo, text_hi;  /* the main executable's code */
-    uintptr_t own_lo, own_hi;    /* this runtime's, when it lies inside it */
+    uintptr_t own_lo, own_hi;    /* this runtime's (tlu_text) */
     pid_t pid;
     struct sigaction previous;   /* the program's SIGURG action before ours */
     _Atomic int started;         /* the ticker runs */
@@ -118,20 +118,16 @@ static int in_program_text(uintptr_t pc)
     return pc >= pre.text_lo && pc < pre.text_hi && !(pc >= pre.own_lo && pc < pre.own_hi);
 }
 
-/* The program's text, less this runtime's; 0 when the runtime lies in the
- * program's text and its section is missing (a build that did not rename
- * it): then no PC can be told safe, and there are no time slices. */
+/* The program's text, less this runtime's; 0 when the handler itself
+ * would count as the program's (the runtime lies in the program's text
+ * and its section is missing: a build that did not rename it), since then
+ * no PC can be told safe, and there are no time slices. */
 static int find_preemptible_text(void)
 {
     dl_iterate_phdr(find_text, NULL);
-    if (pre.text_hi <= pre.text_lo)
-        return 0;
-    uintptr_t self = (uintptr_t)&on_sigurg;
-    if (self < pre.text_lo || self >= pre.text_hi)
-        return 1; /* a shared library of its own */
     pre.own_lo = (uintptr_t)__start_tlu_text;
     pre.own_hi = (uintptr_t)__stop_tlu_text;
-    return self >= pre.own_lo && self < pre.own_hi;
+    return pre.text_hi > pre.text_lo && !in_program_text((uintptr_t)&on_sigurg);
 }
 
 static void chain(int sig, siginfo_t *si, void *uc)

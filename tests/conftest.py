@@ -55,6 +55,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.name in ALONE_MODULES:
             item.add_marker(pytest.mark.alone)
+    # The `heavy` tests (several seconds each) go first, so that the xdist
+    # workers end together: one of them started last kept one worker busy
+    # 48 s after the other had finished.
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
 
 
 @pytest.fixture(autouse=True)

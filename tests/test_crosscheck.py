@@ -20,6 +20,7 @@ needs_build = pytest.mark.skipif(
 
 
 @needs_build
+@pytest.mark.heavy
 def test_crosscheck_reports_every_figure_with_consistent_ratios(monkeypatch: pytest.MonkeyPatch,
                                                                 run_cli: RunCli) -> None:
     monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(REAL_NATIVE_DIR))

@@ -65,6 +65,7 @@ def _builds() -> list:
 
 
 @pytest.mark.parametrize("kind,directory", _builds())
+@pytest.mark.heavy
 def test_whole_quick_suite_measures_every_benchmark(kind: str, directory: str, db_path: Path) -> None:
     """Every benchmark of the build, quick: records valid, none failed.  Under
     the sanitizers a report makes the program exit non-zero, which the runner

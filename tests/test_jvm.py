@@ -431,6 +431,7 @@ def test_real_scaled_count_is_in_the_record() -> None:
      # must be interrupted, not just joined, or the point hangs.
      ("threads.capacity", ("--param", "count=5000"))],
 )
+@pytest.mark.heavy
 def test_real_thread_creation_failure_is_a_failed_record_with_the_reason(benchmark: str, params: tuple[str, ...]) -> None:
     """A 2 GiB address space (ulimit -v) holds only about a thousand 1 MiB
     thread stacks: the JVM fails to create a native thread half-way.  With
@@ -468,6 +469,7 @@ def test_real_lock_and_pingpong_points_verify_themselves() -> None:
 
 
 @needs_jvm
+@pytest.mark.heavy
 def test_real_bench_suite_jvm_stores_both_models(run_cli: Any, monkeypatch: pytest.MonkeyPatch, db_path: Path) -> None:
     monkeypatch.setenv("THREADLAB_NATIVE_DIR", str(REAL_NATIVE_DIR))
     code, out, err = run_cli("bench", "--suite", "jvm", "--quick", "--filter", "threads.instantiate", "--iterations", "2")

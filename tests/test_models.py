@@ -182,6 +182,7 @@ def thread_cost(model: str) -> float:
 
 
 @pytest.mark.parametrize("model", each_model())
+@pytest.mark.heavy
 def test_capacity_scaled_to_the_memory_says_so(model: str) -> None:
     """THREADLAB_TEST_LIMITS stands for a machine with little memory: the
     count used is the one that fits, and a max_threads record says so."""
@@ -245,15 +246,19 @@ def _builds() -> list[Any]:
 
 
 @pytest.mark.parametrize("kind,directory", _builds())
+@pytest.mark.heavy
 def test_whole_quick_models_suite(kind: str, directory: str, db_path: Path) -> None:
     """`threadlab bench --suite models --quick` from each build: every
     benchmark of every model program, records valid, none failed, every
     check passed.  Under the sanitizers a report makes the program exit
-    non-zero, which the runner records as a failed point."""
+    non-zero, which the runner records as a failed point.  Two timings a
+    point and no warm-up: every timing runs every check, and the process
+    model's 10,000 forks a timing made this test a minute long."""
     env = {**os.environ, "THREADLAB_NATIVE_DIR": directory, "PYTHONPATH": str(REPO / "python"),
            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
     done = subprocess.run([sys.executable, "-m", "threadlab", "bench", "--suite", "models", "--quick", "--quiet",
-                           "--timeout", "120"], capture_output=True, text=True, env=env, timeout=600, check=False)
+                           "--min-timings", "2", "--warmup", "0", "--timeout", "120"],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
     records = stored_records(db_path)
     assert records, done.stderr
     assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []

@@ -64,6 +64,7 @@ def _run_environment(db: Path) -> dict[str, Any]:
 
 
 @needs_mpi
+@pytest.mark.heavy
 def test_pingpong_and_barrier_with_two_local_ranks(tmp_path: Path) -> None:
     done, db = _sweep(tmp_path, "--suite", "mpi", "--quick", "--filter", "mpi.pingpong,mpi.barrier",
                       "--placement", "different-cpus", "--timeout", "60", "--launcher", _launcher(PROGRAM))
@@ -119,6 +120,7 @@ def test_show_names_the_hosts(tmp_path: Path) -> None:
 
 
 @needs_mpi
+@pytest.mark.heavy
 def test_threads_per_rank_and_thread_levels(tmp_path: Path) -> None:
     done, db = _sweep(tmp_path, "--suite", "mpi", "--quick", "--filter", "mpi.*.mt", "--placement", "unbound",
                       "--timeout", "60", "--launcher", _launcher(PROGRAM))
@@ -142,6 +144,7 @@ def test_threads_per_rank_and_thread_levels(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not os.access(ASAN_PROGRAM, os.X_OK), reason="no ASan build of threadlab-bench-mpi")
+@pytest.mark.heavy
 def test_the_asan_build_measures_cleanly(tmp_path: Path) -> None:
     """Under AddressSanitizer and UBSan: a report makes the rank exit non-zero,
     which the point records as failed."""

@@ -39,6 +39,7 @@ SAMPLED_CONSTRUCTS = {"parallel", "for", "parallel_for", "barrier", "reduction"}
 
 
 @needs_omp
+@pytest.mark.heavy
 def test_every_construct_on_every_runtime(tmp_path: Path) -> None:
     code, err, records = _bench(tmp_path, "--placement", "different-cpus")
     assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []
@@ -111,6 +112,7 @@ def test_threads_beyond_the_cpus_are_unsupported_when_placed() -> None:
 
 
 @pytest.mark.skipif(not (ASAN_DIR / "threadlab-bench-omp-gomp").exists(), reason="no ASan build of the omp suite")
+@pytest.mark.heavy
 def test_the_asan_build_measures_cleanly(tmp_path: Path) -> None:
     code, err, records = _bench(tmp_path, "--filter", "omp.sync,omp.task", "--placement", "unbound",
                                 native_dir=ASAN_DIR)

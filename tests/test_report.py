@@ -45,6 +45,7 @@ def _report(run_cli: RunCli, out: Path, *runs: str) -> str:
     return (out / "index.html").read_text()
 
 
+@pytest.mark.heavy
 def test_a_self_contained_page_with_every_section(two_runs: None, tmp_path: Path, run_cli: RunCli) -> None:
     out = tmp_path / "report"
     page = _report(run_cli, out, "base", "next")
@@ -124,6 +125,7 @@ CHROMIUM = find_chromium()
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (scripts/install-deps.sh installs Debian's chromium)")
+@pytest.mark.heavy
 def test_the_page_renders_in_headless_chromium(two_runs: None, tmp_path: Path, run_cli: RunCli) -> None:
     out = tmp_path / "browser"
     page = _report(run_cli, out, "base", "next")

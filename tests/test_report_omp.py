@@ -47,6 +47,7 @@ def _ratio(base: dict[str, Any], other: dict[str, Any]) -> str:
 
 
 @needs_omp
+@pytest.mark.heavy
 def test_the_table_of_a_real_quick_run(tmp_path: Path) -> None:
     db = tmp_path / "omp.db"
     env = {**os.environ, "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR), "PYTHONPATH": str(REPO / "python"),

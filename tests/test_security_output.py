@@ -85,6 +85,7 @@ def test_export_on_a_full_disk_leaves_the_old_file(db_path: Path, run_cli: RunCl
     assert done.stdout.split("status: 1")[1].split() == [".", "..", "old.txt", "old"]
 
 
+@pytest.mark.heavy
 def test_report_on_a_full_disk_is_a_one_line_error(db_path: Path) -> None:
     store_run(db_path, pingpong_run(), name="base")
     done = _tiny_file_system(f"{shell_threadlab()} report base --db '{db_path}' -o \"$T/report\"")

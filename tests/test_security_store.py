@@ -91,6 +91,7 @@ def _read_only_copy(db_path: Path, directory: Path) -> Path:
     return copy
 
 
+@pytest.mark.heavy
 def test_a_read_only_store_can_be_read_by_every_reading_command(db_path: Path, tmp_path: Path) -> None:
     prefix = without_write_override()
     store = _read_only_copy(db_path, tmp_path / "readonly")

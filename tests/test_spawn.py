@@ -155,6 +155,7 @@ def test_spawn_run_leaves_the_process_its_cpus(real_native: Path) -> None:
 
 
 @needs_mpi
+@pytest.mark.heavy
 def test_spawn_suite_measures_threads_and_processes(real_native: Path, db_path: Path) -> None:
     """One quick run: the thread and process kind of every benchmark, every
     check passed, the kinds really what they claim."""

@@ -426,6 +426,7 @@ def test_a_run_without_a_positive_time_fails(fake_apps: Path, tmp_path: Path) ->
 # ---------------------------------------------------------------- the CLI
 
 
+@pytest.mark.heavy
 def test_study_apps_end_to_end_with_fake_programs(fake_apps: Path, run_cli: RunCli, db_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_APP_REFUSE", "fifo")

@@ -235,6 +235,7 @@ def _study(db: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[
 
 
 @needs_build
+@pytest.mark.heavy
 def test_quick_study_end_to_end(db_path: Path) -> None:
     """`threadlab study apps --quick`, the whole default design, for real."""
     done = _study(db_path, "--quick", "--name", "quick", timeout=300)

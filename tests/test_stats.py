@@ -63,6 +63,7 @@ def test_a_times_interval_never_goes_below_zero() -> None:
     assert stats.mean_interval([-1.0, 2.0], "s") == stats.mean_ci([-1.0, 2.0])  # not all positive: Student t
     assert stats.mean_interval([3.0, 5.0], "switches") == stats.mean_ci([3.0, 5.0])  # not a time
     assert stats.positive_mean_ci([1.0]) is None and stats.positive_mean_ci([1.0, 0.0]) is None
+    assert stats.positive_mean_ci([1e-3, 1e3]) is None  # its upper bound, e^909, is no float (was an OverflowError)
     same = stats.positive_mean_ci([2.0, 2.0, 2.0])
     assert same is not None and same.low == pytest.approx(2.0) and same.high == pytest.approx(2.0)
 
@@ -211,6 +212,19 @@ def test_ratio_of_medians_undefined_for_non_positive_medians() -> None:
     assert stats.ratio_of_medians([-1.0, -2.0, -3.0], [1.0, 2.0, 3.0]) == (None, None)
     ratio, interval = stats.ratio_of_medians([-0.5, 1.0, 2.0, 3.0, 2.5], [1.0, 2.0, 3.0, 2.0, 2.2])
     assert ratio is not None and interval is not None  # the delta method handles values <= 0
+
+
+def test_a_median_next_to_0_gives_a_ratio_without_an_interval() -> None:
+    """Overheads around 0 (a construct cheaper than the noise of its
+    reference loop) with a positive median of 1e-300: the interval's upper
+    bound is beyond any float.  `threadlab report` died on such a run with
+    an OverflowError."""
+    a, b = [-5.0, 1e-300, 5.0], [1.0, 2.0, 3.0]
+    ratio, interval = stats.ratio_of_medians(a, b)
+    assert ratio == pytest.approx(2e300) and interval is None
+    result = stats.compare_samples(a, b)
+    assert result.ratio_ci is None and result.direction == 0
+    assert stats.ratio_of_medians([-5.0, 1e-310, 5.0], [1.0, 2.0, 3.0]) == (None, None)  # the ratio itself: inf
 
 
 def test_ratio_interval_covers_the_true_ratio_about_95_percent_of_the_time() -> None:

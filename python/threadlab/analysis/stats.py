@@ -22,6 +22,7 @@ chosen.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -176,14 +177,19 @@ def mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> Interva
     return Interval(mean - t * se, mean + t * se, confidence, confidence, "student-t")
 
 
+# Beyond this an interval's upper bound, exp(...), is no float.
+_LOG_FLOAT_MAX = math.log(sys.float_info.max)
+
+
 def positive_mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:
     """Interval of the mean of positive values on the log scale: the modified
     Cox interval of a lognormal mean (Armstrong 1992; Olsson 2005),
     exp(ȳ + s²/2 ± t(1-α/2, n-1)·√(s²/n + s⁴/(2(n-1)))), where ȳ and s² are
     the mean and variance (n - 1) of the logs.  Always inside (0, ∞), so a
     time's interval never reaches below zero, however few and spread the
-    runs (a Student t interval of two runs does).  None for n < 2 or a
-    value <= 0."""
+    runs (a Student t interval of two runs does).  None for n < 2, a
+    value <= 0, or an upper bound beyond the largest float (two runs six
+    orders of magnitude apart)."""
     import numpy as np
 
     values = _array(samples)
@@ -196,6 +202,8 @@ def positive_mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -
     t = float(_scipy().t.ppf(0.5 + confidence / 2, n - 1))
     half = t * math.sqrt(variance / n + variance * variance / (2 * (n - 1)))
     centre += variance / 2
+    if centre + half >= _LOG_FLOAT_MAX:
+        return None
     return Interval(math.exp(centre - half), math.exp(centre + half), confidence, confidence, "log-cox")
 
 
@@ -418,8 +426,12 @@ def ratio_of_medians(
     medians from median_se() of the log samples.  When a side holds values
     <= 0 (possible after a reference loop is subtracted) but both medians
     are positive, the log standard errors come from the raw ones by the
-    delta method (se/median).  The ratio is None when a median is <= 0;
-    the interval None when a side has fewer than 2 values."""
+    delta method (se/median).  The ratio is None when a median is <= 0
+    (or the other's over it is beyond the largest float);
+    the interval None when a side has fewer than 2 values, or when its
+    upper bound is beyond the largest float (a median so near 0 that the
+    samples say nothing of the ratio: an overhead left after subtracting
+    a reference loop, with the samples around 0)."""
     import numpy as np
 
     x, y = _array(a), _array(b)
@@ -427,14 +439,18 @@ def ratio_of_medians(
     if ma <= 0 or mb <= 0:
         return None, None
     ratio = mb / ma
+    if not math.isfinite(ratio):
+        return None, None
     if x.size < 2 or y.size < 2:
         return ratio, None
     if np.all(x > 0) and np.all(y > 0):
         se_a, se_b = median_se(np.log(x)), median_se(np.log(y))
     else:
         se_a, se_b = (median_se(x) or 0.0) / ma, (median_se(y) or 0.0) / mb
-    half = float(_scipy().norm.ppf(0.5 + confidence / 2)) * math.sqrt((se_a or 0.0) ** 2 + (se_b or 0.0) ** 2)
+    half = float(_scipy().norm.ppf(0.5 + confidence / 2)) * math.hypot(se_a or 0.0, se_b or 0.0)
     centre = math.log(ratio)
+    if centre + half >= _LOG_FLOAT_MAX:
+        return ratio, None
     return ratio, Interval(math.exp(centre - half), math.exp(centre + half), confidence, confidence, "price-bonett")
 
 
@@ -507,7 +523,8 @@ def compare_samples(a: Sequence[float], b: Sequence[float], alpha: float = 0.05,
             "their medians)"
         )
     elif significant and interval is None:
-        warnings.append("no interval for the ratio of medians (a median is not positive): no verdict")
+        warnings.append("no interval for the ratio of medians (a median is not positive, or too near 0 for one): "
+                        "no verdict")
     return SampleComparison(
         n_a=int(x.size), n_b=int(y.size),
         mean_a=float(x.mean()), mean_b=float(y.mean()),

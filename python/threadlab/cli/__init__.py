@@ -10,42 +10,61 @@ program, the store, an output that was closed or could not be written)
 or, for `bench`, that a data point failed.
 
 Start-up stays light: numpy, scipy, jsonschema, rich and matplotlib are
-imported by the commands that use them, not for `--help` or `--version`.
+imported by the commands that use them, not for `--help` or `--version`,
+and a command's parser is built from its own module alone (the others are
+imported only for `threadlab --help` or a line the command's parser
+refuses, which the whole parser then reads again for its message).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sqlite3
 import sys
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
 from threadlab import __version__
-from threadlab.cli import bench, catalog, compare, crosscheck, report, rm, runs, show, spawn, study, transfer
 from threadlab.cli.options import EXIT_FAILED, EXIT_OK, PROG, ArgumentParser, common_parser
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.output.files import OutputClosed
 from threadlab.output.sanitize import printable_lines
 
-# The commands in the order `threadlab --help` lists them.
-COMMANDS: tuple[Callable[[Any, ArgumentParser], None], ...] = (
-    bench.register,
-    catalog.register,  # list
-    runs.register,
-    show.register,
-    crosscheck.register,
-    compare.register,
-    transfer.register_import,
-    study.register,
-    rm.register,  # rm and omp
-    spawn.register,
-    transfer.register_export,
-    report.register,
+# The commands in the order `threadlab --help` lists them: each one's
+# module under threadlab.cli and the function there that adds its parser.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("bench", "bench", "register"),
+    ("list", "catalog", "register"),
+    ("runs", "runs", "register"),
+    ("show", "show", "register"),
+    ("crosscheck", "crosscheck", "register"),
+    ("compare", "compare", "register"),
+    ("import", "transfer", "register_import"),
+    ("study", "study", "register"),
+    ("rm", "rm", "register"),  # rm and omp
+    ("omp", "rm", "register"),
+    ("spawn", "spawn", "register"),
+    ("export", "transfer", "register_export"),
+    ("report", "report", "register"),
 )
 
 
-def build_parser() -> ArgumentParser:
+def _command_word(words: Sequence[str]) -> str | None:
+    """The command a command line names, when its first word that is not an
+    option is one; None for anything else (no command, --help before it,
+    an option's value first), which the whole parser reads."""
+    names = {name for name, _, _ in COMMANDS}
+    for word in words:
+        if word in ("-h", "--help", "--"):
+            return None
+        if not word.startswith("-"):
+            return word if word in names else None
+    return None
+
+
+def build_parser(command: str | None = None) -> ArgumentParser:
+    """The parser of every command, or of `command` alone."""
     common = common_parser()
     parser = ArgumentParser(
         prog=PROG,
@@ -56,16 +75,32 @@ def build_parser() -> ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
-    for register in COMMANDS:
-        register(commands, common)
+    registered = set()
+    for name, module, function in COMMANDS:
+        if (command is None or name == command) and (module, function) not in registered:
+            registered.add((module, function))
+            getattr(importlib.import_module(f"threadlab.cli.{module}"), function)(commands, common)
     return parser
+
+
+def parse(arguments: Sequence[str]) -> object:
+    """The command line read by its command's parser; by the whole parser
+    when it names none or its command's parser refuses it (an option's
+    value that looked like a command: the whole parser's verdict and
+    message are the ones that count)."""
+    command = _command_word(arguments)
+    if command is not None:
+        try:
+            return build_parser(command).parse_args(arguments)
+        except UserError:
+            pass
+    return build_parser().parse_args(arguments)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        parser = build_parser()
         arguments = list(sys.argv[1:] if argv is None else argv)
-        args = parser.parse_args(arguments)
+        args = parse(arguments)
         args.argv = arguments
         if not getattr(args, "handler", None):
             raise UserError(

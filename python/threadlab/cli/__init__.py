@@ -18,6 +18,7 @@ refuses, which the whole parser then reads again for its message).
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import signal
@@ -83,7 +84,7 @@ def build_parser(command: str | None = None) -> ArgumentParser:
     return parser
 
 
-def parse(arguments: Sequence[str]) -> object:
+def parse(arguments: Sequence[str]) -> argparse.Namespace:
     """The command line read by its command's parser; by the whole parser
     when it names none or its command's parser refuses it (an option's
     value that looked like a command: the whole parser's verdict and

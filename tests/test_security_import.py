@@ -167,6 +167,7 @@ finally:
     (["runs", "--db", "{db}"], {"threadlab.cli.runs"}),
     (["show", "--db", "{db}"], {"threadlab.cli.show"}),
     (["omp", "--help"], {"threadlab.cli.rm"}),
+    (["--version"], set()),
     # an option's value that names a command: the whole parser reads the line
     (["--db", "bench", "runs"], None),
 ])

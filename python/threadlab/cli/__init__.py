@@ -65,7 +65,7 @@ def _command_word(words: Sequence[str]) -> str | None:
 
 
 def build_parser(command: str | None = None) -> ArgumentParser:
-    """The parser of every command, or of `command` alone."""
+    """The parser of every command, or of `command` alone (none for "")."""
     common = common_parser()
     parser = ArgumentParser(
         prog=PROG,
@@ -89,6 +89,8 @@ def parse(arguments: Sequence[str]) -> argparse.Namespace:
     when it names none or its command's parser refuses it (an option's
     value that looked like a command: the whole parser's verdict and
     message are the ones that count)."""
+    if arguments[:1] == ["--version"]:
+        return build_parser("").parse_args(arguments)  # prints the version and exits: no command needed
     command = _command_word(arguments)
     if command is not None:
         try:

@@ -160,10 +160,11 @@ static void wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *
      * asymmetric pair (a membarrier), so that each queued task costs its
      * creator no fence */
     atomic_fetch_add_explicit(&team->nparked, 1, SEQ);
-    int fenced = atomic_load_explicit(&team->tasks_seen, SEQ), park = 1;
+    int fenced = atomic_load_explicit(&team->tasks_seen, SEQ), queued = 0, park = 1;
     if (fenced) {
         tl_ult_fence_sleeper();
-        park = !tlg_task_queued(team);
+        queued = tlg_task_queued(team);
+        park = !queued;
     }
     if (park && done) {
         /* the same pair with tlg_team_signal, after the change done()
@@ -175,7 +176,7 @@ static void wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *
     if (park)
         tl_ult_wait(&team->event, seen);
     atomic_fetch_sub_explicit(&team->nparked, 1, RLX);
-    if (!park && tl_ult_local_ready()) {
+    if (queued && tl_ult_local_ready()) {
         /* Tasks are queued that this waiter may not run (a task's wait
          * runs only its descendants), and threads are ready on its VP: one
          * may be the thread that finishes what it waits for (a master

@@ -177,8 +177,12 @@ def mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> Interva
     return Interval(mean - t * se, mean + t * se, confidence, confidence, "student-t")
 
 
-# Beyond this an interval's upper bound, exp(...), is no float.
-_LOG_FLOAT_MAX = math.log(sys.float_info.max)
+def _log_scale_interval(centre: float, half: float, confidence: float, method: str) -> Interval | None:
+    """exp(centre ± half); None when the upper bound is beyond the largest
+    float (the samples then bound nothing: an OverflowError before)."""
+    if centre + half >= math.log(sys.float_info.max):
+        return None
+    return Interval(math.exp(centre - half), math.exp(centre + half), confidence, confidence, method)
 
 
 def positive_mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:
@@ -201,10 +205,7 @@ def positive_mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -
     variance = float(logs.var(ddof=1))
     t = float(_scipy().t.ppf(0.5 + confidence / 2, n - 1))
     half = t * math.sqrt(variance / n + variance * variance / (2 * (n - 1)))
-    centre += variance / 2
-    if centre + half >= _LOG_FLOAT_MAX:
-        return None
-    return Interval(math.exp(centre - half), math.exp(centre + half), confidence, confidence, "log-cox")
+    return _log_scale_interval(centre + variance / 2, half, confidence, "log-cox")
 
 
 def mean_interval(samples: Sequence[float], unit: str, confidence: float = CONFIDENCE) -> Interval | None:
@@ -448,10 +449,7 @@ def ratio_of_medians(
     else:
         se_a, se_b = (median_se(x) or 0.0) / ma, (median_se(y) or 0.0) / mb
     half = float(_scipy().norm.ppf(0.5 + confidence / 2)) * math.hypot(se_a or 0.0, se_b or 0.0)
-    centre = math.log(ratio)
-    if centre + half >= _LOG_FLOAT_MAX:
-        return ratio, None
-    return ratio, Interval(math.exp(centre - half), math.exp(centre + half), confidence, confidence, "price-bonett")
+    return ratio, _log_scale_interval(math.log(ratio), half, confidence, "price-bonett")
 
 
 @dataclass(frozen=True)

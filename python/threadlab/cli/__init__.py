@@ -53,10 +53,13 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
 
 def _command_word(words: Sequence[str]) -> str | None:
     """The command a command line names, when its first word that is not an
-    option is one; None for anything else (no command, --help before it,
-    an option's value first), which the whole parser reads."""
+    option is one; "" for --version before any (no command's parser is
+    needed); None for anything else (no command, --help before it, an
+    option's value first), which the whole parser reads."""
     names = {name for name, _, _ in COMMANDS}
     for word in words:
+        if word == "--version":
+            return ""
         if word in ("-h", "--help", "--"):
             return None
         if not word.startswith("-"):
@@ -89,8 +92,6 @@ def parse(arguments: Sequence[str]) -> argparse.Namespace:
     when it names none or its command's parser refuses it (an option's
     value that looked like a command: the whole parser's verdict and
     message are the ones that count)."""
-    if arguments[:1] == ["--version"]:
-        return build_parser("").parse_args(arguments)  # prints the version and exits: no command needed
     command = _command_word(arguments)
     if command is not None:
         try:
@@ -106,10 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse(arguments)
         args.argv = arguments
         if not getattr(args, "handler", None):
-            raise UserError(
-                "a command is required: bench, list, runs, show, crosscheck, compare, import, export, report, study, rm, "
-                f"omp or spawn (see `{PROG} --help`)"
-            )
+            names = [name for name, _, _ in COMMANDS]
+            raise UserError(f"a command is required: {', '.join(names[:-1])} or {names[-1]} (see `{PROG} --help`)")
         status = int(args.handler(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return status

@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <stdint.h>
 
+#include "tcp.h"
 #include "threadlab/bench.h"
 
 #define MPIB_SUITE "mpi"
@@ -66,7 +67,6 @@ typedef struct {
     int world_rank, world_size;
     char (*hosts)[MPIB_HOST_LEN]; /* every world rank's host */
     int tcp;                      /* transport=tcp */
-    int tcp_before;               /* established TCP connections right after MPI_Init */
     int provided;                 /* thread support the library gave */
     char library[MPI_MAX_LIBRARY_VERSION_STRING];
     /* The ranks taking part (mpib_join). */
@@ -79,8 +79,9 @@ typedef struct {
     /* Rounds of a thread of this rank found elsewhere than placed. */
     uint64_t misplaced;
     /* What mpib_collect gathered. */
-    uint64_t all_misplaced, ranks_with_tcp;
-    int tcp_after;
+    uint64_t all_misplaced;
+    uint64_t ranks_with_tcp;   /* members with a TCP connection to another member */
+    int tcp_links, tcp_joined; /* this rank's established TCP connections, and those to members */
 } mpib_world;
 
 /* Outcome of a step that every rank takes together. */
@@ -143,8 +144,8 @@ uint64_t mpib_min(const mpib_world *w, uint64_t value);
 uint64_t mpib_max(const mpib_world *w, uint64_t value);
 
 /* The checks every point has: the threads of every member on their CPUs
- * (bound placements) and, with transport=tcp, TCP connections opened by
- * the messages of the point (MPI_Init's own included) on every member.  mpib_collect gathers them (every
+ * (bound placements) and, with transport=tcp, a TCP connection from every
+ * member to another member (tcp.h).  mpib_collect gathers them (every
  * member, once, after measuring); mpib_checks adds them to rank 0's
  * pending record (for each record of the point). */
 void mpib_collect(mpib_world *w);

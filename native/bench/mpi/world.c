@@ -1,7 +1,6 @@
 /* world.c - the ranks of one point: MPI set-up and tear-down, who takes
  * part and where it runs, and the adaptive loop driven from rank 0. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -97,53 +96,6 @@ static void force_network_transport(void)
 #endif
 }
 
-/* Established TCP connections of this process: its socket descriptors found
- * in the kernel's TCP tables.  A connection that appears once messages
- * flow is the MPI library's transport at work. */
-static int tcp_connections(void)
-{
-    unsigned long inodes[512];
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < (int)(sizeof inodes / sizeof inodes[0])) {
-        char path[300], target[64];
-        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
-        ssize_t len = readlink(path, target, sizeof target - 1);
-        if (len <= 0)
-            continue;
-        target[len] = '\0';
-        if (sscanf(target, "socket:[%lu]", &inodes[n]) == 1)
-            n++;
-    }
-    closedir(d);
-    int count = 0;
-    static const char *const tables[] = {"/proc/self/net/tcp", "/proc/self/net/tcp6"};
-    for (size_t t = 0; t < 2; t++) {
-        FILE *f = fopen(tables[t], "r");
-        if (!f)
-            continue;
-        char line[512];
-        if (!fgets(line, sizeof line, f)) {
-            fclose(f);
-            continue;
-        }
-        while (fgets(line, sizeof line, f)) {
-            unsigned state;
-            unsigned long inode;
-            if (sscanf(line, "%*d: %*s %*s %x %*s %*s %*s %*d %*d %lu", &state, &inode) != 2 || state != 1)
-                continue; /* 1: ESTABLISHED */
-            for (int i = 0; i < n; i++)
-                if (inodes[i] == inode)
-                    count++;
-        }
-        fclose(f);
-    }
-    return count;
-}
-
 /* -------------------------------------------------------------- set-up */
 
 void mpib_library(char *out, size_t len)
@@ -202,8 +154,6 @@ int mpib_init(tl_ctx *ctx, mpib_world *w, int required)
     int rc = MPI_Init_thread(NULL, NULL, required, &w->provided);
     if (rc != MPI_SUCCESS)
         mpib_die("MPI_Init_thread failed (error %d)", rc);
-    /* Before any message: transports connect at their first one. */
-    w->tcp_before = tcp_connections();
     MPI_Comm_rank(MPI_COMM_WORLD, &w->world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &w->world_size);
     if (w->world_rank != 0) {
@@ -413,8 +363,24 @@ uint64_t mpib_max(const mpib_world *w, uint64_t value) { return reduce(w, value,
 void mpib_collect(mpib_world *w)
 {
     w->all_misplaced = mpib_sum(w, w->misplaced);
-    w->tcp_after = w->tcp ? tcp_connections() : 0;
-    w->ranks_with_tcp = w->tcp ? mpib_sum(w, w->tcp_after > w->tcp_before) : 0;
+    if (!w->tcp)
+        return;
+    mpib_tcp_link *all = calloc((size_t)w->size * MPIB_TCP_LINKS, sizeof *all);
+    int *counts = calloc((size_t)w->size, sizeof *counts);
+    if (!all || !counts)
+        mpib_die("out of memory");
+    mpib_tcp_link *mine = all + (size_t)w->rank * MPIB_TCP_LINKS;
+    int n = mpib_tcp_links(mine, MPIB_TCP_LINKS);
+    n = n < 0 ? 0 : n;
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, (int)(MPIB_TCP_LINKS * sizeof *all), MPI_BYTE, w->comm);
+    MPI_Allgather(&n, 1, MPI_INT, counts, 1, MPI_INT, w->comm);
+    w->tcp_links = n;
+    w->tcp_joined = mpib_tcp_joined(all, counts, MPIB_TCP_LINKS, w->size, w->rank);
+    w->ranks_with_tcp = 0;
+    for (int r = 0; r < w->size; r++)
+        w->ranks_with_tcp += mpib_tcp_joined(all, counts, MPIB_TCP_LINKS, w->size, r) > 0;
+    free(all);
+    free(counts);
 }
 
 void mpib_checks(const mpib_world *w)
@@ -425,9 +391,9 @@ void mpib_checks(const mpib_world *w)
                  (unsigned long long)w->all_misplaced, w->size);
     if (w->tcp)
         tl_check(w->ctx, "tcp_path", w->ranks_with_tcp == (uint64_t)w->size, (double)w->ranks_with_tcp,
-                 "%llu of the %d ranks opened TCP connections once messages flowed (forced transport; "
-                 "rank 0: %d established at MPI_Init, %d after measuring)",
-                 (unsigned long long)w->ranks_with_tcp, w->size, w->tcp_before, w->tcp_after);
+                 "%llu of the %d ranks hold a TCP connection whose other end is another of them (forced "
+                 "transport; rank 0: %d established TCP connections, %d of them to ranks)",
+                 (unsigned long long)w->ranks_with_tcp, w->size, w->tcp_links, w->tcp_joined);
 }
 
 /* -------------------------------------------------------------- the end */

@@ -48,6 +48,7 @@ static struct {
     pid_t watcher_pid;          /* the process whose watcher runs (none after a fork) */
     uint32_t kick;              /* futex word: the shim's state changed */
     unsigned generation;        /* +1 whenever the threads' masks are set */
+    unsigned moves;             /* threads spread_runnable put on a gained CPU */
     int active;                 /* the threads' masks are not the original */
     /* The watcher's own. */
     int applied_valid;
@@ -75,6 +76,11 @@ const cpu_set_t *shim_confine_original(void)
 unsigned shim_confine_generation(void)
 {
     return __atomic_load_n(&cf.generation, __ATOMIC_ACQUIRE);
+}
+
+unsigned shim_confine_moves(void)
+{
+    return __atomic_load_n(&cf.moves, __ATOMIC_ACQUIRE);
 }
 
 /* The runnable threads of the process and the CPU each is on or queued
@@ -157,6 +163,9 @@ static void spread_runnable(const cpu_set_t *target, const cpu_set_t *gained, co
         CPU_SET(free_cpu, &one);
         if (sched_setaffinity(r->tid[i], sizeof one, &one) != 0)
             continue; /* exited meanwhile */
+        int now = -1;
+        if (tl_proc_task_state(r->tid[i], &now) == 'R' && now == free_cpu)
+            __atomic_add_fetch(&cf.moves, 1, __ATOMIC_RELEASE);
         sched_setaffinity(r->tid[i], sizeof *target, target);
         if (CPU_ISSET(cpu, target))
             on[cpu]--;

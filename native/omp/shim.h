@@ -36,5 +36,11 @@ void shim_confine_after_fork(void);
 /* Bumped whenever the watcher sets the threads' masks: a pinned team
  * thread pins itself again at its next region. */
 unsigned shim_confine_generation(void);
+/* Runnable threads the watcher moved onto CPUs the program gained, each
+ * counted when the kernel showed it there right after (the kernel moves
+ * a runnable thread at once when its CPU leaves its mask): the unit test
+ * reads it, since where the threads are a moment later is the scheduler's
+ * choice and other load changes it. */
+unsigned shim_confine_moves(void);
 
 #endif

@@ -33,7 +33,7 @@ os.environ.setdefault("ASAN_OPTIONS", "intercept_tls_get_addr=0")
 # withholds it from its programs (docs/rm.md, "Other work"), so a test that
 # ran beside these would change the CPUs they hand out.  They are marked
 # `alone`, and `make test-python` runs them after the others, one at a time;
-# the others run two at a time (pytest-xdist).
+# the others run TEST_JOBS at a time (pytest-xdist).
 ALONE_MODULES = frozenset({
     "test_gomp_multiprog.py", "test_multiprog.py", "test_omp.py", "test_rm.py", "test_rm_private.py",
     "test_security_rm.py",

@@ -80,21 +80,24 @@ static void real_connection(void)
     int counts[2] = {1, 1};
     two[0] = links[at_server];
     two[2] = links[at_client];
-    CHECK(mpib_tcp_joined(two, counts, 2, 2, 0) == 1);
-    CHECK(mpib_tcp_joined(two, counts, 2, 2, 1) == 1);
+    int joined[2];
+    CHECK(mpib_tcp_joined(two, counts, 2, 2, joined) == 2);
+    CHECK(joined[0] == 1 && joined[1] == 1);
     /* Rank 0 also holds a connection to somebody else (a daemon): still one. */
     two[1] = (mpib_tcp_link){.local = "0100007F:1234", .remote = "0100007F:4321"};
     counts[0] = 2;
-    CHECK(mpib_tcp_joined(two, counts, 2, 2, 0) == 1);
+    CHECK(mpib_tcp_joined(two, counts, 2, 2, joined) == 2);
+    CHECK(joined[0] == 1 && joined[1] == 1);
     /* Both ends in one rank: a rank's connection to itself joins no ranks. */
     two[1] = links[at_client];
     counts[1] = 0;
-    CHECK(mpib_tcp_joined(two, counts, 2, 2, 0) == 0);
-    CHECK(mpib_tcp_joined(two, counts, 2, 2, 1) == 0);
+    CHECK(mpib_tcp_joined(two, counts, 2, 2, joined) == 0);
+    CHECK(joined[0] == 0 && joined[1] == 0);
     /* The same end in both ranks (one connection seen twice) is no mirror. */
     two[2] = links[at_server];
     counts[0] = 1, counts[1] = 1;
-    CHECK(mpib_tcp_joined(two, counts, 2, 2, 0) == 0);
+    CHECK(mpib_tcp_joined(two, counts, 2, 2, joined) == 0);
+    CHECK(joined[0] == 0);
 
     /* Closed: gone from the table. */
     close(server);
@@ -104,9 +107,36 @@ static void real_connection(void)
     CHECK(find_port(links, n, ntohs(client_addr.sin_port)) < 0);
 }
 
+/* A barrier's members: every pair of ranks connected once (the lower rank
+ * on port 10000 + its peer, the higher on 20000 + its peer), and every
+ * rank also connected to a daemon; the last rank reached the others
+ * through the daemon only. */
+static void mesh(void)
+{
+    enum { RANKS = 64, STRIDE = RANKS + 1 };
+    static mpib_tcp_link links[RANKS * STRIDE];
+    int counts[RANKS] = {0}, joined[RANKS];
+    for (int a = 0; a < RANKS - 1; a++)
+        for (int b = a + 1; b < RANKS - 1; b++) {
+            mpib_tcp_link *x = &links[a * STRIDE + counts[a]++], *y = &links[b * STRIDE + counts[b]++];
+            snprintf(x->local, sizeof x->local, "0100007F:%04X", 10000 + b);
+            snprintf(x->remote, sizeof x->remote, "0100007F:%04X", 20000 + a);
+            memcpy(y->local, x->remote, sizeof y->local);
+            memcpy(y->remote, x->local, sizeof y->remote);
+        }
+    for (int r = 0; r < RANKS; r++) {
+        mpib_tcp_link *d = &links[r * STRIDE + counts[r]++];
+        snprintf(d->local, sizeof d->local, "0100007F:%04X", 30000 + r);
+        snprintf(d->remote, sizeof d->remote, "0100007F:%04X", 40000);
+    }
+    CHECK(mpib_tcp_joined(links, counts, STRIDE, RANKS, joined) == RANKS - 1);
+    CHECK(joined[0] == RANKS - 2 && joined[RANKS - 2] == RANKS - 2 && joined[RANKS - 1] == 0);
+}
+
 int main(void)
 {
     parse_lines();
     real_connection();
+    mesh();
     return check_report("mpib_tcp");
 }

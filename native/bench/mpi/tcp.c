@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -84,20 +85,57 @@ int mpib_tcp_links(mpib_tcp_link *links, int max)
     return n;
 }
 
-int mpib_tcp_joined(const mpib_tcp_link *links, const int *counts, int stride, int nranks, int rank)
+typedef struct {
+    const mpib_tcp_link *link;
+    int rank;
+} owned_link;
+
+static int by_ends(const void *a, const void *b)
 {
-    int joined = 0;
-    const mpib_tcp_link *mine = links + (size_t)rank * (size_t)stride;
-    for (int i = 0; i < counts[rank]; i++) {
-        int found = 0;
-        for (int r = 0; r < nranks && !found; r++) {
-            if (r == rank)
+    const mpib_tcp_link *x = ((const owned_link *)a)->link, *y = ((const owned_link *)b)->link;
+    int c = strcmp(x->local, y->local);
+    return c ? c : strcmp(x->remote, y->remote);
+}
+
+int mpib_tcp_joined(const mpib_tcp_link *links, const int *counts, int stride, int nranks, int *joined)
+{
+    size_t total = 0;
+    for (int r = 0; r < nranks; r++)
+        total += (size_t)counts[r];
+    owned_link *all = malloc((total ? total : 1) * sizeof *all);
+    if (!all)
+        return -1;
+    size_t n = 0;
+    for (int r = 0; r < nranks; r++)
+        for (int i = 0; i < counts[r]; i++)
+            all[n++] = (owned_link){links + (size_t)r * (size_t)stride + i, r};
+    qsort(all, n, sizeof *all, by_ends);
+    int ranks = 0;
+    for (int r = 0; r < nranks; r++) {
+        joined[r] = 0;
+        for (int i = 0; i < counts[r]; i++) {
+            const mpib_tcp_link *mine = links + (size_t)r * (size_t)stride + i;
+            mpib_tcp_link mirror;
+            memcpy(mirror.local, mine->remote, sizeof mirror.local);
+            memcpy(mirror.remote, mine->local, sizeof mirror.remote);
+            owned_link key = {&mirror, -1};
+            const owned_link *hit = bsearch(&key, all, n, sizeof *all, by_ends);
+            if (!hit)
                 continue;
-            const mpib_tcp_link *theirs = links + (size_t)r * (size_t)stride;
-            for (int j = 0; j < counts[r] && !found; j++)
-                found = strcmp(mine[i].local, theirs[j].remote) == 0 && strcmp(mine[i].remote, theirs[j].local) == 0;
+            /* the equal run around the hit: any of them held by another rank */
+            const owned_link *lo = hit, *hi = hit;
+            while (lo > all && by_ends(lo - 1, &key) == 0)
+                lo--;
+            while (hi + 1 < all + n && by_ends(hi + 1, &key) == 0)
+                hi++;
+            for (const owned_link *o = lo; o <= hi; o++)
+                if (o->rank != r) {
+                    joined[r]++;
+                    break;
+                }
         }
-        joined += found;
+        ranks += joined[r] > 0;
     }
-    return joined;
+    free(all);
+    return ranks;
 }

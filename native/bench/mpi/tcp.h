@@ -28,10 +28,13 @@ int mpib_tcp_parse_line(const char *line, mpib_tcp_link *link, unsigned long *in
  * max; -1 when /proc cannot be read. */
 int mpib_tcp_links(mpib_tcp_link *links, int max);
 
-/* How many of rank `rank`'s links have their mirror (the same two ends,
- * swapped) among another rank's links.  links holds nranks rows of
- * `stride` links, counts how many of each row are filled.  A connection to
- * something other than a rank (the launcher's daemon, PMI) has no mirror. */
-int mpib_tcp_joined(const mpib_tcp_link *links, const int *counts, int stride, int nranks, int rank);
+/* For every rank, how many of its links have their mirror (the same two
+ * ends, swapped) among another rank's links, in joined[rank]; returns how
+ * many ranks have at least one, or -1 when out of memory.  links holds
+ * nranks rows of `stride` links, counts how many of each row are filled.
+ * A connection to something other than a rank (the launcher's daemon,
+ * PMI) has no mirror.  Sorted, not pairwise: a barrier's members each hold
+ * a connection to most others. */
+int mpib_tcp_joined(const mpib_tcp_link *links, const int *counts, int stride, int nranks, int *joined);
 
 #endif

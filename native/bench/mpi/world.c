@@ -375,10 +375,13 @@ void mpib_collect(mpib_world *w)
     MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, (int)(MPIB_TCP_LINKS * sizeof *all), MPI_BYTE, w->comm);
     MPI_Allgather(&n, 1, MPI_INT, counts, 1, MPI_INT, w->comm);
     w->tcp_links = n;
-    w->tcp_joined = mpib_tcp_joined(all, counts, MPIB_TCP_LINKS, w->size, w->rank);
-    w->ranks_with_tcp = 0;
-    for (int r = 0; r < w->size; r++)
-        w->ranks_with_tcp += mpib_tcp_joined(all, counts, MPIB_TCP_LINKS, w->size, r) > 0;
+    int *joined = calloc((size_t)w->size, sizeof *joined);
+    int ranks = joined ? mpib_tcp_joined(all, counts, MPIB_TCP_LINKS, w->size, joined) : -1;
+    if (ranks < 0)
+        mpib_die("out of memory");
+    w->ranks_with_tcp = (uint64_t)ranks;
+    w->tcp_joined = joined[w->rank];
+    free(joined);
     free(all);
     free(counts);
 }

@@ -11,6 +11,7 @@ from typing import Callable
 import pytest
 
 from conftest import stored_records
+from threadlab.errors import ThreadlabError
 from threadlab.native import protocol as native
 from threadlab.records import schema
 from threadlab.native.protocol import BenchmarkInfo, ParamInfo
@@ -185,6 +186,46 @@ def test_a_program_that_breaks_list_is_reported(tmp_path: Path, monkeypatch: pyt
     code, _, err = run_cli("list")
     assert code == 1
     assert "threadlab-bench-broken --list, line 1: not JSON" in err
+
+
+def _lister(directory: Path, name: str, script: str) -> Path:
+    program = directory / name
+    program.write_text("#!/bin/sh\n" + script + "\n")
+    program.chmod(0o755)
+    return program
+
+
+def _entry(benchmark: str) -> str:
+    entry = {"benchmark": benchmark, "model": "pthread", "summary": "", "quantity": "time per x", "unit": "ns",
+             "threads": 0, "placements": [], "default_placements": [], "params": []}
+    return "echo '" + json.dumps(entry) + "'"
+
+
+def test_the_catalog_asks_the_programs_side_by_side_and_keeps_their_order(tmp_path: Path) -> None:
+    """The programs answer --list at once, but the catalog is in the
+    programs' order, and the error raised is that of the first program in
+    that order that failed, not of the first to fail."""
+    slow = _lister(tmp_path, "a-slow", "sleep 0.5; " + _entry("one"))
+    fast = _lister(tmp_path, "b-fast", _entry("two"))
+    assert [b.benchmark for b in native.catalog([slow, fast])] == ["one", "two"]
+
+    slow_failure = _lister(tmp_path, "c-slow-fails", "sleep 0.5; echo 'first' >&2; exit 3")
+    fast_failure = _lister(tmp_path, "d-fast-fails", "echo 'second' >&2; exit 4")
+    with pytest.raises(ThreadlabError, match="c-slow-fails --list failed with exit status 3: first"):
+        native.catalog([slow, slow_failure, fast_failure])
+
+    twice = _lister(tmp_path, "e-twice", _entry("one"))
+    with pytest.raises(ThreadlabError, match="benchmark one \\(model pthread\\) is offered by both a-slow and e-twice"):
+        native.catalog([slow, fast, twice])
+
+    # Four programs that each answer only once all four have started: one
+    # after the other, the first gives up after 20 s.
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    wait_for_all = (f"touch {marks}/$$; i=0; while [ $(ls {marks} | wc -l) -lt 4 ] && [ $i -lt 200 ]; "
+                    f"do sleep 0.1; i=$((i+1)); done; [ $(ls {marks} | wc -l) -ge 4 ] || {{ echo alone >&2; exit 1; }}; ")
+    together = [_lister(tmp_path, f"f-{i}", wait_for_all + _entry(f"x{i}")) for i in range(4)]
+    assert [b.benchmark for b in native.catalog(together)] == ["x0", "x1", "x2", "x3"]
 
 
 def test_no_process_is_left_behind(fake_native: Path, db_path: Path, run_cli: RunCli) -> None:

@@ -82,6 +82,7 @@ typedef struct {
     uint64_t all_misplaced;
     uint64_t ranks_with_tcp;   /* members with a TCP connection to another member */
     int tcp_links, tcp_joined; /* this rank's established TCP connections, and those to members */
+    int tcp_unreadable;        /* members that could not read /proc/self/fd */
 } mpib_world;
 
 /* Outcome of a step that every rank takes together. */

@@ -370,11 +370,16 @@ void mpib_collect(mpib_world *w)
     if (!all || !counts)
         mpib_die("out of memory");
     mpib_tcp_link *mine = all + (size_t)w->rank * MPIB_TCP_LINKS;
-    int n = mpib_tcp_links(mine, MPIB_TCP_LINKS);
-    n = n < 0 ? 0 : n;
+    int n = mpib_tcp_links(mine, MPIB_TCP_LINKS); /* -1: /proc unreadable, said in the check */
     MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, (int)(MPIB_TCP_LINKS * sizeof *all), MPI_BYTE, w->comm);
     MPI_Allgather(&n, 1, MPI_INT, counts, 1, MPI_INT, w->comm);
-    w->tcp_links = n;
+    w->tcp_unreadable = 0;
+    for (int r = 0; r < w->size; r++)
+        if (counts[r] < 0) {
+            w->tcp_unreadable++;
+            counts[r] = 0;
+        }
+    w->tcp_links = n < 0 ? 0 : n;
     int *joined = calloc((size_t)w->size, sizeof *joined);
     int ranks = joined ? mpib_tcp_joined(all, counts, MPIB_TCP_LINKS, w->size, joined) : -1;
     if (ranks < 0)
@@ -395,8 +400,9 @@ void mpib_checks(const mpib_world *w)
     if (w->tcp)
         tl_check(w->ctx, "tcp_path", w->ranks_with_tcp == (uint64_t)w->size, (double)w->ranks_with_tcp,
                  "%llu of the %d ranks hold a TCP connection whose other end is another of them (forced "
-                 "transport; rank 0: %d established TCP connections, %d of them to ranks)",
-                 (unsigned long long)w->ranks_with_tcp, w->size, w->tcp_links, w->tcp_joined);
+                 "transport; rank 0: %d established TCP connections, %d of them to ranks%s)",
+                 (unsigned long long)w->ranks_with_tcp, w->size, w->tcp_links, w->tcp_joined,
+                 w->tcp_unreadable ? "; a rank could not read /proc/self/fd: its connections are unknown" : "");
 }
 
 /* -------------------------------------------------------------- the end */

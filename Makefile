@@ -4,7 +4,8 @@
 PYTHON      ?= python3
 VENV        := .venv
 THREADLAB   := $(VENV)/bin/threadlab
-JOBS        ?= $(shell nproc)
+CPUS        := $(shell nproc)
+JOBS        ?= $(CPUS)
 CMAKE_FLAGS ?=
 
 BUILD       := build
@@ -85,7 +86,7 @@ peers: build venv
 # the CPUs: the tests wait on the programs and launchers they start for a
 # good part of their time (on 2 CPUs, the parallel pytest phase took 240 s
 # with 3 workers, 242 s with 4, 273 s with 2, one run after the other).
-TEST_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
+TEST_JOBS ?= $(shell echo $$(( $(CPUS) + 1 )))
 
 test-native: build build-asan build-tsan
 	@$(MAKE) --no-print-directory run-test-native

@@ -12,31 +12,41 @@
 #include "check.h"
 #include "tcp.h"
 
+/* Lines of /proc/net/tcp and tcp6, and what each must read as (local
+ * NULL: not an established connection). */
+static const struct {
+    const char *line, *local, *remote;
+    unsigned long inode;
+} lines[] = {
+    {"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n",
+     NULL, NULL, 0},
+    /* established (01), IPv4 */
+    {"   3: 0100007F:9C41 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 48213 1 "
+     "0000000000000000 20 4 30 10 -1\n",
+     "0100007F:9C41", "0100007F:D2F0", 48213},
+    /* listening (0A): not a connection */
+    {"   0: 0100007F:9C41 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 48200 1 "
+     "0000000000000000 100 0 0 10 0\n",
+     NULL, NULL, 0},
+    /* an IPv4-mapped end of a dual-stack socket reads as its IPv4
+     * address; a true IPv6 one stays as it is */
+    {"   1: 0000000000000000FFFF00000100007F:9C41 00000000000000000000000001000000:D2F0 01 00000000:00000000 "
+     "00:00000000 00000000     0        0 48214 1 0 20 4 30 10 -1\n",
+     "0100007F:9C41", "00000000000000000000000001000000:D2F0", 48214},
+    {"garbage\n", NULL, NULL, 0},
+};
+
 static void parse_lines(void)
 {
-    mpib_tcp_link link;
-    unsigned long inode = 0;
-    CHECK(!mpib_tcp_parse_line("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt"
-                               "   uid  timeout inode\n",
-                               &link, &inode));
-    /* Established (01), IPv4. */
-    CHECK(mpib_tcp_parse_line("   3: 0100007F:9C41 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000"
-                              "     0        0 48213 1 0000000000000000 20 4 30 10 -1\n",
-                              &link, &inode));
-    CHECK(strcmp(link.local, "0100007F:9C41") == 0 && strcmp(link.remote, "0100007F:D2F0") == 0);
-    CHECK(inode == 48213);
-    /* Listening (0A): not a connection. */
-    CHECK(!mpib_tcp_parse_line("   0: 0100007F:9C41 00000000:0000 0A 00000000:00000000 00:00000000 00000000"
-                               "     0        0 48200 1 0000000000000000 100 0 0 10 0\n",
-                               &link, &inode));
-    /* An IPv4-mapped end of a dual-stack socket reads as its IPv4 address;
-     * a true IPv6 one stays as it is. */
-    CHECK(mpib_tcp_parse_line("   1: 0000000000000000FFFF00000100007F:9C41 00000000000000000000000001000000:D2F0 01 "
-                              "00000000:00000000 00:00000000 00000000     0        0 48214 1 0 20 4 30 10 -1\n",
-                              &link, &inode));
-    CHECK(strcmp(link.local, "0100007F:9C41") == 0);
-    CHECK(strcmp(link.remote, "00000000000000000000000001000000:D2F0") == 0);
-    CHECK(!mpib_tcp_parse_line("garbage\n", &link, &inode));
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        mpib_tcp_link link;
+        unsigned long inode = 0;
+        int established = mpib_tcp_parse_line(lines[i].line, &link, &inode);
+        CHECK(established == (lines[i].local != NULL));
+        if (established && lines[i].local)
+            CHECK(strcmp(link.local, lines[i].local) == 0 && strcmp(link.remote, lines[i].remote) == 0 &&
+                  inode == lines[i].inode);
+    }
 }
 
 /* Returns the index of the link whose local end is `port` of 127.0.0.1. */

@@ -295,17 +295,16 @@ static int moves_on_growth(const tl_rm_cpuset *one)
     give(1);
     CHECK(cpus_become(one) && watcher_applied());
     CHECK(long_region(150) == 1); /* the next region runs the request */
-    int phase = 0, team = 0, moved = -1;
-    pid_t worker = 0;
+    int phase = 0, team = 0, moved = -1, worker_spins = 0;
 #pragma omp parallel num_threads(2)
     {
         if (omp_get_thread_num() == 1) {
-            __atomic_store_n(&worker, gettid(), __ATOMIC_RELEASE);
+            __atomic_store_n(&worker_spins, 1, __ATOMIC_RELEASE);
             while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != 1)
                 ;
         } else {
             team = omp_get_num_threads();
-            while (team == 2 && __atomic_load_n(&worker, __ATOMIC_ACQUIRE) == 0)
+            while (team == 2 && !__atomic_load_n(&worker_spins, __ATOMIC_ACQUIRE))
                 ;
             if (team == 2) {
                 unsigned before = shim_confine_moves();

@@ -78,10 +78,10 @@ typedef struct {
     int local_count;   /* members on this host */
     /* Rounds of a thread of this rank found elsewhere than placed. */
     uint64_t misplaced;
-    /* What mpib_collect gathered. */
+    /* What mpib_collect gathered; the tcp_ fields on rank 0 alone. */
     uint64_t all_misplaced;
     uint64_t ranks_with_tcp;   /* members with a TCP connection to another member */
-    int tcp_links, tcp_joined; /* this rank's established TCP connections, and those to members */
+    int tcp_links, tcp_joined; /* rank 0's established TCP connections, and those to members */
     int tcp_unreadable;        /* members that could not read /proc/self/fd */
 } mpib_world;
 

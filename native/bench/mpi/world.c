@@ -365,27 +365,32 @@ void mpib_collect(mpib_world *w)
     w->all_misplaced = mpib_sum(w, w->misplaced);
     if (!w->tcp)
         return;
-    mpib_tcp_link *all = calloc((size_t)w->size * MPIB_TCP_LINKS, sizeof *all);
-    int *counts = calloc((size_t)w->size, sizeof *counts);
-    if (!all || !counts)
-        mpib_die("out of memory");
-    mpib_tcp_link *mine = all + (size_t)w->rank * MPIB_TCP_LINKS;
+    /* Every member's connections go to rank 0, which alone writes the
+     * check: a gather, not an exchange among all (size x 10 KiB each). */
+    mpib_tcp_link mine[MPIB_TCP_LINKS];
     int n = mpib_tcp_links(mine, MPIB_TCP_LINKS); /* -1: /proc unreadable, said in the check */
-    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, (int)(MPIB_TCP_LINKS * sizeof *all), MPI_BYTE, w->comm);
-    MPI_Allgather(&n, 1, MPI_INT, counts, 1, MPI_INT, w->comm);
-    w->tcp_unreadable = 0;
-    for (int r = 0; r < w->size; r++)
-        if (counts[r] < 0) {
-            w->tcp_unreadable++;
-            counts[r] = 0;
-        }
-    w->tcp_links = n < 0 ? 0 : n;
-    int *joined = calloc((size_t)w->size, sizeof *joined);
-    int ranks = joined ? mpib_tcp_joined(all, counts, MPIB_TCP_LINKS, w->size, joined) : -1;
-    if (ranks < 0)
+    int root = w->rank == 0;
+    mpib_tcp_link *all = root ? malloc((size_t)w->size * sizeof mine) : NULL;
+    int *counts = root ? malloc((size_t)w->size * sizeof *counts) : NULL;
+    int *joined = root ? malloc((size_t)w->size * sizeof *joined) : NULL;
+    if (root && (!all || !counts || !joined))
         mpib_die("out of memory");
-    w->ranks_with_tcp = (uint64_t)ranks;
-    w->tcp_joined = joined[w->rank];
+    MPI_Gather(mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, 0, w->comm);
+    MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, w->comm);
+    if (root) {
+        w->tcp_unreadable = 0;
+        for (int r = 0; r < w->size; r++)
+            if (counts[r] < 0) {
+                w->tcp_unreadable++;
+                counts[r] = 0;
+            }
+        int ranks = mpib_tcp_joined(all, counts, MPIB_TCP_LINKS, w->size, joined);
+        if (ranks < 0)
+            mpib_die("out of memory");
+        w->ranks_with_tcp = (uint64_t)ranks;
+        w->tcp_links = counts[0];
+        w->tcp_joined = joined[0];
+    }
     free(joined);
     free(all);
     free(counts);

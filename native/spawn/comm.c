@@ -189,8 +189,10 @@ TLSP_EXPORT int MPI_Abort(MPI_Comm comm, int code)
     tlsp_view *v = tlsp_view_of(comm, &bad);
     if (v || bad) {
         tlsp_note("MPI_Abort(%d) in a thread task: aborting the whole job", code);
-        return PMPI_Abort(MPI_COMM_WORLD, code);
+        tlsp_abort_job(MPI_COMM_WORLD, code);
     }
+    if (tlsp_count.thread_tasks)
+        tlsp_abort_job(comm, code); /* its thread tasks may be aborting too */
     return PMPI_Abort(comm, code);
 }
 
@@ -242,36 +244,28 @@ TLSP_EXPORT int MPI_Comm_get_parent(MPI_Comm *parent)
     return PMPI_Comm_get_parent(parent);
 }
 
-/* Collective over the comm's members (both groups of an inter-comm): the
- * first member of group 0 makes the new comm and hands it to every other
- * member, each of which makes its own view. */
-TLSP_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+/* The hand-out of a collective set-up over v's comm (both groups of an
+ * inter-comm): its leader, rank 0 of group 0, sends `bytes` bytes at msg
+ * to every other member, which receives them into msg.  The sends are
+ * synchronous: the leader goes on once each member has read them. */
+static int setup_hand_out(const tlsp_view *v, int tag, void *msg, int bytes, const char *call)
 {
-    VIEW_OR_PASS(comm, "MPI_Comm_dup", PMPI_Comm_dup(comm, newcomm));
     tlsp_comm *c = v->comm;
     uint32_t ctx = c->ctx + 1;
-    tlsp_comm *made = NULL;
-    tlsp_buf b = {&made, (int)sizeof made, MPI_BYTE};
+    tlsp_buf b = {msg, bytes, MPI_BYTE};
     if (v->side == 0 && v->rank == 0) {
-        made = tlsp_comm_new(c->inter, c->group[0], c->size[0], c->group[1], c->size[1]);
-        if (!made)
-            return tlsp_error(v, MPI_ERR_NO_MEM, "MPI_Comm_dup: out of memory");
         int members = c->size[0] + (c->inter ? c->size[1] : 0);
-        /* One set-up reference per member, dropped once it has made its
-         * view: no member's early free can end the comm before the last
-         * member has its view. */
-        atomic_fetch_add_explicit(&made->refs, members, memory_order_relaxed);
         tlsp_req *reqs = tlsp_req_array((size_t)members);
         if (!reqs)
-            return tlsp_error(v, MPI_ERR_NO_MEM, "MPI_Comm_dup: out of memory");
+            return tlsp_error(v, MPI_ERR_NO_MEM, "%s: out of memory", call);
         int n = 0;
         for (int s = 0; s < (c->inter ? 2 : 1); s++)
             for (int i = 0; i < c->size[s]; i++) {
                 if (s == 0 && i == 0)
                     continue;
                 tlsp_req_init(&reqs[n], TLSP_REQ_SEND, v);
-                reqs[n].sync = 1; /* the pointer is read before the sender goes on */
-                tlsp_isend_ep(c->group[s][i], ctx, 0, TLSP_TAG_DUP, &b, &reqs[n]);
+                reqs[n].sync = 1; /* read before the sender goes on */
+                tlsp_isend_ep(c->group[s][i], ctx, 0, tag, &b, &reqs[n]);
                 n++;
             }
         for (int i = 0; i < n; i++)
@@ -280,14 +274,134 @@ TLSP_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     } else {
         tlsp_req r;
         tlsp_req_init(&r, TLSP_REQ_RECV, v);
-        tlsp_irecv_ctx(v->owner, ctx, 0, TLSP_TAG_DUP, &b, &r);
+        tlsp_irecv_ctx(v->owner, ctx, 0, tag, &b, &r);
         tlsp_req_wait(&r);
     }
-    tlsp_view *nv = tlsp_view_new(made, v->side, v->rank, v->owner, v);
+    return MPI_SUCCESS;
+}
+
+/* A comm the leader made for every member of v's comm: one set-up
+ * reference per member, each dropped once that member has its view, so
+ * that no member's early free can end it before the last one has its
+ * view. */
+static void setup_refs(tlsp_comm *made, const tlsp_comm *c)
+{
+    int members = c->size[0] + (c->inter ? c->size[1] : 0);
+    atomic_fetch_add_explicit(&made->refs, members, memory_order_relaxed);
+}
+
+/* The calling member's view on made, at (side, rank); drops its set-up
+ * reference. */
+static int setup_view(const tlsp_view *v, tlsp_comm *made, int side, int rank, MPI_Comm *out, const char *call)
+{
+    tlsp_view *nv = tlsp_view_new(made, side, rank, v->owner, v);
     tlsp_comm_unref(made);
     if (!nv)
-        return tlsp_error(v, MPI_ERR_NO_MEM, "MPI_Comm_dup: out of communicator handles");
-    *newcomm = tlsp_comm_handle(nv);
+        return tlsp_error(v, MPI_ERR_NO_MEM, "%s: out of communicator handles", call);
+    *out = tlsp_comm_handle(nv);
+    return MPI_SUCCESS;
+}
+
+/* Collective over the comm's members (both groups of an inter-comm): the
+ * leader makes the new comm and hands it to every other member, each of
+ * which makes its own view. */
+TLSP_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    VIEW_OR_PASS(comm, "MPI_Comm_dup", PMPI_Comm_dup(comm, newcomm));
+    tlsp_comm *c = v->comm;
+    tlsp_comm *made = NULL;
+    if (v->side == 0 && v->rank == 0) {
+        made = tlsp_comm_new(c->inter, c->group[0], c->size[0], c->group[1], c->size[1]);
+        if (!made)
+            return tlsp_error(v, MPI_ERR_NO_MEM, "MPI_Comm_dup: out of memory");
+        setup_refs(made, c);
+    }
+    int rc = setup_hand_out(v, TLSP_TAG_DUP, &made, (int)sizeof made, "MPI_Comm_dup");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return setup_view(v, made, v->side, v->rank, newcomm, "MPI_Comm_dup");
+}
+
+/* Both groups of an inter-comm of threads as one intra-comm: the group
+ * whose members passed high = false first (group 0, the parents, when
+ * both passed the same value, which MPI leaves to the implementation).
+ * Rank 0 of group 1 tells the leader its group's value; the leader makes
+ * the comm and hands it out with the order. */
+TLSP_EXPORT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
+{
+    VIEW_OR_PASS(intercomm, "MPI_Intercomm_merge", PMPI_Intercomm_merge(intercomm, high, newintracomm));
+    tlsp_comm *c = v->comm;
+    if (!c->inter)
+        return tlsp_error(v, MPI_ERR_COMM, "MPI_Intercomm_merge: not an inter-communicator");
+    struct {
+        tlsp_comm *made;
+        int first; /* the group whose members come first */
+    } m = {NULL, 0};
+    int own = high != 0, other = 0;
+    tlsp_buf hb = {&own, 1, MPI_INT};
+    if (v->side == 1 && v->rank == 0) {
+        tlsp_req r;
+        tlsp_req_init(&r, TLSP_REQ_SEND, v);
+        r.sync = 1;
+        tlsp_isend_ep(c->group[0][0], c->ctx + 1, 0, TLSP_TAG_MERGE_HIGH, &hb, &r);
+        tlsp_req_wait(&r);
+    } else if (v->side == 0 && v->rank == 0) {
+        tlsp_buf ob = {&other, 1, MPI_INT};
+        tlsp_req r;
+        tlsp_req_init(&r, TLSP_REQ_RECV, v);
+        tlsp_irecv_ctx(v->owner, c->ctx + 1, 0, TLSP_TAG_MERGE_HIGH, &ob, &r);
+        tlsp_req_wait(&r);
+        m.first = own && !other ? 1 : 0;
+        int n = c->size[0] + c->size[1];
+        tlsp_endpoint **all = malloc((size_t)n * sizeof *all);
+        if (all) {
+            memcpy(all, c->group[m.first], (size_t)c->size[m.first] * sizeof *all);
+            memcpy(all + c->size[m.first], c->group[1 - m.first], (size_t)c->size[1 - m.first] * sizeof *all);
+            m.made = tlsp_comm_new(0, all, n, NULL, 0);
+            free(all);
+        }
+        if (!m.made)
+            return tlsp_error(v, MPI_ERR_NO_MEM, "MPI_Intercomm_merge: out of memory");
+        setup_refs(m.made, c);
+    }
+    int rc = setup_hand_out(v, TLSP_TAG_MERGE, &m, (int)sizeof m, "MPI_Intercomm_merge");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    int rank = v->side == m.first ? v->rank : c->size[m.first] + v->rank;
+    return setup_view(v, m.made, 0, rank, newintracomm, "MPI_Intercomm_merge");
+}
+
+/* Names are each member's own (MPI_Comm_set_name is local): a view's.
+ * MPI_COMM_WORLD, MPI_COMM_SELF and the parent of a task have the names
+ * MPI gives them; a comm the program made has none (""). */
+TLSP_EXPORT int MPI_Comm_set_name(MPI_Comm comm, const char *name)
+{
+    VIEW_OR_PASS(comm, "MPI_Comm_set_name", PMPI_Comm_set_name(comm, name));
+    if (!name)
+        return tlsp_error(v, MPI_ERR_ARG, "MPI_Comm_set_name: the name is NULL");
+    /* truncated, as MPI says; otherwise kept whole (trailing spaces
+     * too), as Open MPI and MPICH keep it */
+    size_t len = strnlen(name, sizeof v->name - 1);
+    memcpy(v->name, name, len);
+    v->name[len] = '\0';
+    v->named = 1;
+    return MPI_SUCCESS;
+}
+
+TLSP_EXPORT int MPI_Comm_get_name(MPI_Comm comm, char *name, int *resultlen)
+{
+    VIEW_OR_PASS(comm, "MPI_Comm_get_name", PMPI_Comm_get_name(comm, name, resultlen));
+    const char *n = v->name;
+    tlsp_task *t = tlsp_self_task;
+    if (!v->named)
+        n = !t                ? ""
+            : v == t->world  ? "MPI_COMM_WORLD"
+            : v == t->self   ? "MPI_COMM_SELF"
+            : v == t->parent ? "MPI_COMM_PARENT"
+                             : "";
+    size_t len = strlen(n);
+    memcpy(name, n, len + 1);
+    *resultlen = (int)len;
     return MPI_SUCCESS;
 }
 

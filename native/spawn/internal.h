@@ -101,6 +101,9 @@ int tlsp_misuse(const tlsp_view *view, int code, const char *fmt, ...) TL_PRINTF
 /* A call the library does not implement on its communicators: printed
  * (naming the call), then as tlsp_error with MPI_ERR_UNSUPPORTED_OPERATION. */
 int tlsp_refuse(const tlsp_view *view, const char *call);
+/* MPI_Abort(comm, code), once per process: a thread that comes second
+ * waits for the job to end.  Never returns. */
+_Noreturn void tlsp_abort_job(MPI_Comm comm, int code);
 
 /* ------------------------------------------------------------ endpoints */
 
@@ -263,6 +266,8 @@ struct tlsp_view {
     int side;                 /* index of the local group */
     int errors_return;        /* MPI_ERRORS_RETURN (else ERRORS_ARE_FATAL) */
     uint32_t index;           /* handle slot */
+    int named;                /* MPI_Comm_set_name was called: name, not the default */
+    char name[MPI_MAX_OBJECT_NAME];
 };
 
 /* A new comm over the given members (their references are taken). */
@@ -381,6 +386,8 @@ enum {
     TLSP_TAG_SCATTER,
     TLSP_TAG_DUP,
     TLSP_TAG_SPAWN,
+    TLSP_TAG_MERGE_HIGH,
+    TLSP_TAG_MERGE,
 };
 
 /* ----------------------------------------------------------- tasks, spawn */

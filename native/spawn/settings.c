@@ -84,8 +84,22 @@ static int fail(int errors_return, int always, int code, const char *fmt, va_lis
     if (errors_return)
         return code;
     emit_fatal_note();
+    tlsp_abort_job(MPI_COMM_WORLD, code);
+}
+
+void tlsp_abort_job(MPI_Comm comm, int code)
+{
+    /* Thread tasks of one process can meet fatal errors together, and
+     * Open MPI's MPI_Abort is not safe to enter twice at once: its
+     * help-message parser frees one buffer from both ("corrupted size vs.
+     * prev_size"), and the job died of a signal instead of the abort. The
+     * first thread aborts; the others wait for the job to end. */
+    static _Atomic int aborting;
+    if (atomic_exchange_explicit(&aborting, 1, memory_order_acq_rel))
+        for (;;)
+            pause();
     if (tlsp_mpi_up)
-        PMPI_Abort(MPI_COMM_WORLD, code);
+        PMPI_Abort(comm, code);
     _exit(1);
 }
 

@@ -28,12 +28,16 @@
  *              MPI_IN_PLACE), Gather, Scatter inside the children's world
  *   dup        a dup's messages never match the original communicator's
  *   derived    a vector datatype on either side
+ *   merge      MPI_Intercomm_merge of the start and its children, a
+ *              collective over it; the names of the children's
+ *              communicators
  *   nested     the grandchildren's result, through two more spawns
  *
- * `test_spawn_semantics exit` and `refuse` are checks of the library
- * only (thread tasks): exit() in a task ends the task; a call the library
- * does not implement on its communicators fails with an error naming it;
- * a handle used by the wrong task is caught.
+ * `test_spawn_semantics exit`, `refuse` and `fatal` are checks of the
+ * library only (thread tasks): exit() in a task ends the task; a call the
+ * library does not implement on its communicators fails with an error
+ * naming it; a handle used by the wrong task is caught; fatal errors in
+ * several tasks at once end the job by one abort.
  *
  * No global variables: with the library every child is a thread of one
  * process and would share them.
@@ -94,8 +98,7 @@ static MPI_Comm spawn_self(const char *self, const char *role, int n)
 {
     char *args[] = {(char *)role, NULL};
     MPI_Comm inter;
-    int errs[NCHILD];
-    if (MPI_Comm_spawn(self, args, n, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter, errs) != MPI_SUCCESS) {
+    if (MPI_Comm_spawn(self, args, n, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter, MPI_ERRCODES_IGNORE) != MPI_SUCCESS) {
         fprintf(stderr, "spawn of %s failed\n", role);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -285,6 +288,23 @@ static void phase_derived(MPI_Comm kids)
     MPI_Send(mine, 4, MPI_INT, 3, 61, kids);
 }
 
+/* merge: the start passes high = 1, so the children come first (ranks
+ * 0..3 as in their world) and the start last; an Allreduce and a Bcast
+ * from the start run over the merged communicator. */
+static void phase_merge(MPI_Comm kids)
+{
+    MPI_Comm all;
+    MPI_Intercomm_merge(kids, 1, &all);
+    int r = -1, n = -1;
+    MPI_Comm_rank(all, &r);
+    MPI_Comm_size(all, &n);
+    int v = r + 1, sum = 0, b = 4242;
+    MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, all);
+    MPI_Bcast(&b, 1, MPI_INT, n - 1, all);
+    printf("R merge start rank %d of %d sum %d\n", r, n, sum);
+    MPI_Comm_free(&all);
+}
+
 static int run_start(const char *self)
 {
     checker ck = {0, "start"};
@@ -307,6 +327,7 @@ static int run_start(const char *self)
     phase_collect(kids, "world", 8);
     phase_collect(kids, "dup", 2);
     phase_derived(kids);
+    phase_merge(kids);
     int nested[3];
     MPI_Recv(nested, 3, MPI_INT, 0, 70, kids, MPI_STATUS_IGNORE);
     printf("R nested value %d\n", nested[0]);
@@ -387,6 +408,48 @@ static void child_dup(checker *ck, MPI_Comm parent, int rank)
     MPI_Send(res, 2, MPI_INT, 0, 50, parent);
 }
 
+static void child_merge(checker *ck, MPI_Comm parent, int rank)
+{
+    MPI_Comm all;
+    MPI_Intercomm_merge(parent, 0, &all);
+    int r = -1, n = -1;
+    MPI_Comm_rank(all, &r);
+    MPI_Comm_size(all, &n);
+    CHECK(ck, r == rank && n == NCHILD + 1, "merged: rank %d of %d, expected %d of %d", r, n, rank, NCHILD + 1);
+    int v = r + 1, sum = 0, b = 0;
+    MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, all);
+    MPI_Bcast(&b, 1, MPI_INT, n - 1, all);
+    CHECK(ck, sum == (NCHILD + 1) * (NCHILD + 2) / 2 && b == 4242, "merged: sum %d, broadcast %d", sum, b);
+    MPI_Comm_free(&all);
+}
+
+/* The names MPI gives (MPI_COMM_WORLD, _SELF, _PARENT), one set and read
+ * back (truncated to MPI_MAX_OBJECT_NAME - 1),
+ * and a dup's: none. */
+static void child_names(checker *ck, MPI_Comm parent)
+{
+    char name[MPI_MAX_OBJECT_NAME];
+    int len = -1;
+    MPI_Comm_get_name(MPI_COMM_WORLD, name, &len);
+    CHECK(ck, strcmp(name, "MPI_COMM_WORLD") == 0 && len == 14, "world's name \"%s\" (%d)", name, len);
+    MPI_Comm_get_name(MPI_COMM_SELF, name, &len);
+    CHECK(ck, strcmp(name, "MPI_COMM_SELF") == 0, "self's name \"%s\"", name);
+    MPI_Comm_get_name(parent, name, &len);
+    CHECK(ck, strcmp(name, "MPI_COMM_PARENT") == 0, "parent's name \"%s\"", name);
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    char longer[2 * MPI_MAX_OBJECT_NAME];
+    memset(longer, 'x', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    MPI_Comm_set_name(dup, longer);
+    MPI_Comm_get_name(dup, name, &len);
+    CHECK(ck, len == MPI_MAX_OBJECT_NAME - 1 && (int)strlen(name) == len, "a long name kept %d bytes", len);
+    MPI_Comm_set_name(dup, "kids");
+    MPI_Comm_get_name(dup, name, &len);
+    CHECK(ck, strcmp(name, "kids") == 0 && len == 4, "dup's name \"%s\" (%d)", name, len);
+    MPI_Comm_free(&dup);
+}
+
 static int run_child(const char *self, MPI_Comm parent)
 {
     int rank, n;
@@ -465,6 +528,8 @@ static int run_child(const char *self, MPI_Comm parent)
               "received into a vector: %d %d %d %d", into[0], into[3], into[6], into[9]);
         MPI_Type_free(&vec);
     }
+    child_merge(&ck, parent, rank);
+    child_names(&ck, parent);
     /* nested */
     if (rank == 0) {
         MPI_Comm g = spawn_self(self, "grandchild", 1);
@@ -577,6 +642,26 @@ static int run_refuser(MPI_Comm parent)
     MPI_Send(&ck.failed, 1, MPI_INT, 0, 2, parent);
     MPI_Comm_disconnect(&parent);
     return 0;
+}
+
+/* Every task of a spawn meets a fatal error at once (a refused call under
+ * MPI_ERRORS_ARE_FATAL): the job must end by one MPI_Abort with the
+ * error's code, not by a crash of several aborts at once. */
+static int run_fatal_start(const char *self)
+{
+    MPI_Comm kids = spawn_self(self, "fataler", 8);
+    int never = 0;
+    MPI_Recv(&never, 1, MPI_INT, 0, 1, kids, MPI_STATUS_IGNORE);
+    printf("fatal: the job was not aborted\n");
+    return 1;
+}
+
+static int run_fataler(void)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Comm split;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, 0, &split);
+    return 1; /* not reached: the job is aborted */
 }
 
 /* The decision, seen from the program: the kind of one spawn of one
@@ -849,6 +934,8 @@ int main(int argc, char **argv)
             rc = run_exit_start(argv[0]);
         else if (strcmp(role, "refuse") == 0)
             rc = run_refuse_start(argv[0]);
+        else if (strcmp(role, "fatal") == 0)
+            rc = run_fatal_start(argv[0]);
         else if (strcmp(role, "decide") == 0)
             rc = run_decide_start();
         else if (strcmp(role, "park") == 0)
@@ -861,7 +948,7 @@ int main(int argc, char **argv)
             spawn_self(argv[0], "slow", 1);
             rc = 1; /* not reached: the watchdog ends the process */
         } else {
-            fprintf(stderr, "usage: %s [start|exit|refuse|decide|park|lend|share|hang]\n", argv[0]);
+            fprintf(stderr, "usage: %s [start|exit|refuse|fatal|decide|park|lend|share|hang]\n", argv[0]);
             rc = 2;
         }
     } else if (strcmp(role, "child") == 0) {
@@ -874,6 +961,8 @@ int main(int argc, char **argv)
         rc = run_exiter(parent);
     } else if (strcmp(role, "refuser") == 0) {
         rc = run_refuser(parent);
+    } else if (strcmp(role, "fataler") == 0) {
+        rc = run_fataler();
     } else if (strcmp(role, "lender") == 0) {
         rc = run_lender(argv[0], parent);
     } else if (strcmp(role, "sharer") == 0 && argc > 2) {

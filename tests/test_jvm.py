@@ -5,9 +5,12 @@ suite is built (`make jvm`)."""
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import math
 import os
+import stat
 import shutil
 import subprocess
 import sys
@@ -394,6 +397,37 @@ def test_real_jmh_run_converts_into_a_valid_record(model: str) -> None:
     assert record["extra"]["jdk_version"] == REAL_JDK.version and record["extra"]["jmh_benchmark"] == "threadlab.jvm.Start.run"
     assert "-XX:ErrorFile=" in record["extra"]["jvm_args"]
     assert "Run complete" in done.stderr  # JMH's own output goes to stderr, never into the records
+
+
+@needs_jvm
+def test_real_run_does_not_use_the_jmh_lock_in_tmp() -> None:
+    # JMH's default lock, /tmp/jmh.lock, held as another JMH (or another
+    # user) would hold it: a run whose JVM kept /tmp as java.io.tmpdir
+    # stops with "Unable to acquire the JMH lock"; threadlab's runs keep
+    # their temporary files in their private scratch directory.
+    path = "/tmp/jmh.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        made = True
+    except FileExistsError:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        made = False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            pytest.skip(f"{path} is not a regular file")
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:  # held by another process already: as good
+            assert error.errno in (errno.EACCES, errno.EAGAIN), error
+        done = run_launcher("jvm-platform", "--run", "threads.start", "--param", "count=1000", "--warmup", "0",
+                            "--iterations", "2")
+    finally:
+        os.close(fd)
+        if made:
+            os.unlink(path)
+    record = only_record(done)
+    assert done.returncode == 0 and record["status"] == "ok", done.stderr[-3000:]
+    assert "-Djava.io.tmpdir=" in record["extra"]["jvm_args"]
 
 
 @needs_jvm

@@ -240,6 +240,11 @@ def base_jvm_args(jdk: jdk_module.Jdk, scratch: Path) -> list[str]:
         f"-XX:ErrorFile={scratch}/hs_err_pid%p.log",  # a crash report where we find it, not in the cwd
         f"-XX:ReplayDataFile={scratch}/replay_pid%p.log",  # a JIT compiler crash's replay data: not in the cwd either
         "-XX:-UsePerfData",  # no hsperfdata file: less I/O, nothing left in /tmp
+        # JMH's lock file is java.io.tmpdir's jmh.lock, which it creates and
+        # makes writable by all (File.setWritable follows a symbolic link
+        # another user left there): in the private scratch directory, not
+        # /tmp, where it also failed every run that met another one's lock
+        f"-Djava.io.tmpdir={scratch}",
     ]
     if jdk.feature >= 22:
         args.append("--enable-native-access=ALL-UNNAMED")  # NativeFrame's qsort upcall, without a warning

@@ -438,6 +438,8 @@ static void child_names(checker *ck, MPI_Comm parent)
     CHECK(ck, strcmp(name, "MPI_COMM_PARENT") == 0, "parent's name \"%s\"", name);
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_get_name(dup, name, &len);
+    CHECK(ck, name[0] == '\0' && len == 0, "a dup's name \"%s\", none expected", name);
     char longer[2 * MPI_MAX_OBJECT_NAME];
     memset(longer, 'x', sizeof longer - 1);
     longer[sizeof longer - 1] = '\0';

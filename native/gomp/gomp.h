@@ -294,6 +294,10 @@ typedef struct tlg_thread {
     tl_ult_spawn start;       /* its ULT, made by the VP it starts on (spawn) */
     unsigned level;           /* omp_get_level */
     unsigned active_level;    /* omp_get_active_level */
+    /* what omp_get_max_threads() last answered outside any active region,
+     * until the thread's next region, which then runs that team
+     * (tlg_resolve_threads: programs size per-thread data by it) */
+    unsigned promised;
     unsigned team_num, num_teams; /* host teams construct (num_teams 0: one team) */
     tlg_cg *cg;               /* its contention group (NULL: the program's initial one) */
     tlg_task implicit;        /* its implicit task */

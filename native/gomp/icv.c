@@ -25,7 +25,11 @@ TLG_EXPORT void omp_set_num_threads(int n)
 
 TLG_EXPORT int omp_get_max_threads(void)
 {
-    return (int)tlg_icv_cur()->nthreads;
+    tlg_thread *thr = tlg_self();
+    unsigned n = thr->task->icv.nthreads;
+    if (thr->active_level == 0)
+        thr->promised = n;
+    return (int)n;
 }
 
 TLG_EXPORT void omp_set_dynamic(int dynamic)

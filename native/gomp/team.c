@@ -404,6 +404,8 @@ unsigned tlg_resolve_threads(unsigned specified, unsigned count)
 {
     tlg_thread *thr = tlg_self();
     tlg_icv *icv = &thr->task->icv;
+    unsigned promised = thr->promised; /* see below */
+    thr->promised = 0;
     if (specified == 1 || tlg_forked)
         return 1;
     if (thr->active_level >= icv->max_active_levels)
@@ -411,6 +413,13 @@ unsigned tlg_resolve_threads(unsigned specified, unsigned count)
     unsigned n = specified ? specified : icv->nthreads;
     unsigned bound = thr->level == 0 && (!thr->cg || thr->cg->top) ? tlg_rm_region(n) : 0;
     int dyn = tlg_dyn(icv); /* after the region's registration: managed, it defaults to true */
+    /* A region without a num_threads clause right after a call of
+     * omp_get_max_threads() runs the team that call promised: dyn-var
+     * allows fewer threads, but a program that sized per-thread data by
+     * it and reads every entry after the region (LULESH) would read
+     * entries no thread wrote. */
+    if (promised && !specified && promised == n)
+        dyn = 0; /* (a promise the ICV no longer matches is forgotten) */
     if (dyn) {
         /* managed: the manager's bound (rm.c: it may exceed the active
          * VPs for a long region); else the active VPs */

@@ -41,7 +41,8 @@ void GOMP_loop_end_nowait(void);
 unsigned GOMP_sections_next(void);
 void GOMP_sections_end_nowait(void);
 
-/* The dyn-var entries the shim answers (C ones come from <omp.h>). */
+/* The gfortran entries the shim answers (C ones come from <omp.h>). */
+int32_t omp_get_max_threads_(void);
 int32_t omp_get_dynamic_(void);
 void omp_set_dynamic_(const int32_t *);
 void omp_set_dynamic_8_(const int64_t *);

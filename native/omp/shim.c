@@ -204,6 +204,11 @@ static __thread unsigned tls_dyn_gen TLS_IE;
 static __thread uint32_t tls_pin_epoch TLS_IE;
 static __thread unsigned tls_pin_gen TLS_IE;
 static __thread int tls_pin_tid TLS_IE = -1;
+/* What omp_get_max_threads() last told this thread outside any active
+ * region, until its next region: programs size per-thread data by it just
+ * before a region and then read every entry (LULESH's time-step
+ * constraints), so that region gets exactly that team (keep_promise). */
+static __thread unsigned tls_promised TLS_IE;
 
 static void say(const char *fmt, va_list ap)
 {
@@ -370,7 +375,21 @@ EXPORT void omp_set_dynamic(int dynamic)
     tls_dyn_gen = __atomic_load_n(&g.dyn_gen, __ATOMIC_ACQUIRE);
 }
 
+EXPORT int omp_get_max_threads(void)
+{
+    ensure_resolved();
+    int n = real.get_max_threads();
+    if (!g.disabled && real.get_active_level() == 0)
+        tls_promised = n > 0 ? (unsigned)n : 1;
+    return n;
+}
+
 /* gfortran's entries (LOGICAL(4) results, arguments by reference). */
+EXPORT int32_t omp_get_max_threads_(void)
+{
+    return omp_get_max_threads();
+}
+
 EXPORT int32_t omp_get_dynamic_(void)
 {
     return omp_get_dynamic() ? 1 : 0;
@@ -504,10 +523,38 @@ EXPORT int threadlab_omp_slot(void)
 
 /* ------------------------------------------------------------ the decision */
 
+/* A region without a num_threads clause that follows a call of
+ * omp_get_max_threads() on its thread runs the team that call promised
+ * (while the ICV still says so), not a smaller one: dyn-var allows fewer threads,
+ * but a program that sized per-thread data by that call and reads every
+ * entry after the region would read entries no thread wrote. */
+static inline unsigned keep_promise(unsigned team, unsigned specified, unsigned promised)
+{
+    if (!promised || specified || team == 0 || team >= promised)
+        return team;
+    /* a promise the ICV no longer matches (omp_set_num_threads since) is
+     * forgotten */
+    return promised == (unsigned)real.get_max_threads() ? promised : team;
+}
+
+static inline unsigned decide_team(unsigned specified, int *managed, uint64_t *t0);
+
 /* The team to pass for a region whose num_threads argument is `specified`
  * (0 = the ICV); *managed says whether the manager decided it, and *t0 is
  * then when the region started (coarse clock: region_end() measures it). */
 static inline unsigned decide(unsigned specified, int *managed, uint64_t *t0)
+{
+    unsigned promised = tls_promised;
+    unsigned team = decide_team(specified, managed, t0);
+    if (UNLIKELY(promised)) {
+        tls_promised = 0;
+        if (real.get_active_level() == 0)
+            team = keep_promise(team, specified, promised);
+    }
+    return team;
+}
+
+static inline unsigned decide_team(unsigned specified, int *managed, uint64_t *t0)
 {
     *managed = 0;
     ensure_resolved();

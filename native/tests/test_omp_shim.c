@@ -500,6 +500,16 @@ static void pass_main(void)
     give(1);
     CHECK(team_of(0) == 1);
 
+    /* 3a. A region right after omp_get_max_threads() runs the team it
+     * promised: LULESH sizes per-thread arrays by it and reads every entry
+     * after the region (it computed a wrong time step with a team of 1).
+     * Only that region, and only without a num_threads clause. */
+    CHECK(omp_get_max_threads() == 4 && team_of(0) == 4);
+    CHECK(team_of(0) == 1);
+    CHECK(omp_get_max_threads() == 4 && team_of(2) == 1 && team_of(0) == 1);
+    CHECK(omp_get_max_threads_() == 4 && team_of(0) == 4);
+    CHECK(team_of(0) == 1);
+
     /* 3b. A region that outlasts a quantum cannot follow the allocation at
      * its end: the next region runs the request (the CPUs follow instead);
      * once regions are short again, the team is the allocation. */

@@ -386,7 +386,23 @@ int main(int argc, char **argv)
 #pragma omp parallel num_threads(4)
     if (omp_get_thread_num() == 0)
         team = omp_get_num_threads();
+    /* 1a. a region right after omp_get_max_threads() runs the team that
+     * call promised, not the allocation: LULESH sizes per-thread arrays by
+     * it and reads every entry after the region; the next region follows
+     * the allocation again */
+    int icv_before = omp_get_max_threads();
+    omp_set_num_threads(4);
+    int promised = omp_get_max_threads(), team_promised = 0, team_next = 0;
+#pragma omp parallel
+    if (omp_get_thread_num() == 0)
+        team_promised = omp_get_num_threads();
+#pragma omp parallel
+    if (omp_get_thread_num() == 0)
+        team_next = omp_get_num_threads();
+    omp_set_num_threads(icv_before);
     h->quantum_ms = 50;
+    CHECK(promised == 4 && team_promised == 4);
+    CHECK(team_next == 2);
     CHECK(threadlab_gomp_managed() == 1);
     CHECK(omp_get_dynamic() == 1);
     CHECK(team1 == 4);

@@ -443,6 +443,30 @@ def test_no_manager_says_so(action: list[str], run_cli: CliRunner, native_env: N
     assert "no resource manager is running" in err and str(tmp_path / "none") in err
 
 
+@needs_native
+@pytest.mark.parametrize("action", [["stop"], ["status"], ["set", "--policy", "static"]])
+def test_a_directory_others_may_enter_is_refused_not_reported_empty(action: list[str], run_cli: CliRunner,
+                                                                     native_env: None, tmp_path: Path) -> None:
+    # No manager can ever run there: saying "no manager is running" hid why.
+    where = tmp_path / "open"
+    where.mkdir(mode=0o755)
+    code, out, err = run_cli("rm", *action, "--dir", str(where))
+    assert code == 1, err
+    assert f"refusing the directory {where}: its mode is 0755" in err and "Traceback" not in err
+
+
+@needs_native
+def test_omp_run_says_why_a_directory_is_refused(native_env: None, tmp_path: Path) -> None:
+    where = tmp_path / "open"
+    where.mkdir(mode=0o755)
+    done = subprocess.run([sys.executable, "-m", "threadlab", "omp", "run", "--dir", str(where), "--", "true"],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+    assert done.returncode == 0, done.stderr  # the program still runs, unmanaged
+    assert f"refusing the directory {where}: its mode is 0755" in done.stderr
+    assert "the program runs unmanaged" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_api_refuses_bad_values(native_env: None, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="policy fair: expected one of timeshare, equipartition, static"):
         rm.Manager.start(directory=tmp_path, policy="fair")

@@ -163,6 +163,12 @@ def _no_omp_action(args: argparse.Namespace) -> int:
 
 
 def _not_running(directory: Path) -> int:
+    # A directory no manager may use (another user's, open to others, a
+    # link) is refused, saying why (exit 1), not "no manager is running".
+    try:
+        os.close(rm.open_directory(directory))
+    except FileNotFoundError:
+        pass
     print(f"threadlab: no resource manager is running (directory {directory}, arena {rm.arena_name(directory)})",
           file=sys.stderr)
     return EXIT_NOT_RUNNING

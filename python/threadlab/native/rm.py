@@ -648,4 +648,12 @@ def omp_run(command: Sequence[str], *, directory: Path | None = None, pin: bool 
     when PROGRAM is not there or the runtime is unknown; ThreadlabError
     when the launcher or the runtime's library is not built."""
     program = process.user_program(command, OMP_RUN_USAGE)
+    where = resolve_dir(directory)
+    try:
+        os.close(open_directory(where))
+    except FileNotFoundError:
+        pass
+    except ThreadlabError as refused:  # no manager can run there: the program runs unmanaged, told why
+        if not quiet:
+            print(f"threadlab: {refused}; the program runs unmanaged", file=sys.stderr)
     process.replace_with(*omp_launch(program, directory=directory, pin=pin, quiet=quiet, runtime=runtime))

@@ -57,6 +57,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
 
 enum { RM_INIT = 0, RM_UNMANAGED = 1, RM_MANAGED = 2 };
@@ -78,6 +79,11 @@ static struct {
     _Atomic uint64_t region_ns;
     uint32_t kick;    /* futex word: +1 at every state change (the watcher looks) */
     pid_t watcher;    /* the process whose watcher runs (none after a fork) */
+    /* the VPs' CPUs (under follow_lock, or rm.lock for follow_all): the
+     * allocation's, as the shim confines its threads (confined: not the
+     * process's own) */
+    cpu_set_t vp_cpus;
+    int confined;
 } rm = {.lock = PTHREAD_MUTEX_INITIALIZER, .c = TL_RM_CLIENT_INITIALIZER};
 
 /* Cooperative teams (threadlab/rm_client.h): 16 KB of readings, apart
@@ -116,11 +122,40 @@ static int rm_notice(tl_rm_client *client, int event, const char *what)
     return 1;
 }
 
-/* Every VP runs again (unmanaged). */
+/* Every VP runs again (unmanaged), on the process's own CPUs. */
 static void follow_all(void)
 {
-    if (tlg_ult_ready())
-        tl_ult_set_active_vps(tl_ult_num_vps());
+    if (!tlg_ult_ready())
+        return;
+    tl_ult_set_active_vps(tl_ult_num_vps());
+    /* after a follow_latest that read the state before it changed */
+    int z = 0;
+    while (!atomic_compare_exchange_weak_explicit(&rm.follow_lock, &z, 1, ACQ, RLX)) {
+        z = 0;
+        sched_yield();
+    }
+    if (rm.confined) {
+        tl_ult_set_vps_cpus(&tlg_env_v.cpus);
+        rm.confined = 0;
+    }
+    atomic_store_explicit(&rm.follow_lock, 0, REL);
+}
+
+/* The VPs' CPUs: those the allocation gives (a VP's kernel thread with
+ * the whole mask ran on CPUs nobody owned, where the manager counted its
+ * time as other work and withheld them for good). */
+static void follow_cpus(const tl_rm_cpuset *owned)
+{
+    const tl_rm_header *h = rm.c.mapped ? rm.c.arena.hdr : NULL;
+    if (!h || atomic_load_explicit(&rm.state, ACQ) != RM_MANAGED)
+        return;
+    cpu_set_t target;
+    tl_rm_client_target_cpus(owned, h, &tlg_env_v.cpus, &target);
+    if (rm.confined && CPU_EQUAL(&target, &rm.vp_cpus))
+        return;
+    tl_ult_set_vps_cpus(&target);
+    rm.vp_cpus = target;
+    rm.confined = 1;
 }
 
 /* Sets the active VPs to the slot's latest allocation (one thread at a
@@ -133,11 +168,13 @@ static void follow_latest(void)
     if (!atomic_compare_exchange_strong_explicit(&rm.follow_lock, &z, 1, ACQ, RLX))
         return;
     uint32_t alloc, owned, epoch;
-    if (tl_rm_read_alloc(__atomic_load_n(&rm.c.my, __ATOMIC_ACQUIRE), &alloc, &owned, &epoch, NULL) == 0) {
+    tl_rm_cpuset cpus;
+    if (tl_rm_read_alloc(__atomic_load_n(&rm.c.my, __ATOMIC_ACQUIRE), &alloc, &owned, &epoch, &cpus) == 0) {
         unsigned nvps = tl_ult_num_vps();
         unsigned n = alloc == 0 ? 1 : alloc < nvps ? alloc : nvps;
         if (tl_ult_active_vps() != n)
             tl_ult_set_active_vps(n);
+        follow_cpus(&cpus);
         atomic_store_explicit(&rm.followed_epoch, epoch, REL);
     }
     atomic_store_explicit(&rm.follow_lock, 0, REL);

@@ -173,32 +173,6 @@ static void spread_runnable(const cpu_set_t *target, const cpu_set_t *gained, co
     }
 }
 
-/* The CPUs the program's threads may use: those it owns; when it owns
- * none (more programs than CPUs), the managed CPUs other work does not
- * keep busy, where its master runs beside their owners; never outside the
- * process's original CPUs.  Returns whether they are its own. */
-static int target_of(const tl_rm_cpuset *owned, const tl_rm_header *h, cpu_set_t *out)
-{
-    CPU_ZERO(out);
-    for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
-        if (tl_rm_cpuset_has(owned, c) && CPU_ISSET(c, &cf.original))
-            CPU_SET(c, out);
-    if (CPU_COUNT(out))
-        return 1;
-    for (unsigned w = 0; w < TL_RM_CPU_WORDS && w * 64 < CPU_SETSIZE; w++) {
-        uint64_t usable = __atomic_load_n(&h->cpus.bits[w], __ATOMIC_RELAXED) &
-                          ~__atomic_load_n(&h->withheld.bits[w], __ATOMIC_RELAXED);
-        for (; usable; usable &= usable - 1) {
-            unsigned c = w * 64 + (unsigned)__builtin_ctzll(usable);
-            if (c < CPU_SETSIZE && CPU_ISSET(c, &cf.original))
-                CPU_SET(c, out);
-        }
-    }
-    if (CPU_COUNT(out) == 0)
-        *out = cf.original;
-    return 0;
-}
-
 static void apply(const cpu_set_t *target, int owned)
 {
     int changed = !cf.applied_valid || !CPU_EQUAL(target, &cf.applied);
@@ -235,7 +209,7 @@ static void *watcher(void *arg)
             tl_rm_cpuset owned;
             if (tl_rm_read_alloc(slot, NULL, NULL, &epoch, &owned) == 0) {
                 cpu_set_t target;
-                apply(&target, target_of(&owned, h, &target));
+                apply(&target, tl_rm_client_target_cpus(&owned, h, &cf.original, &target));
                 /* Again, for threads created while the masks were set, and
                  * every quantum for those started since (with their
                  * creator's mask, which is inside unless it was changed). */

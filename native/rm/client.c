@@ -186,6 +186,29 @@ int tl_rm_client_watcher(void *(*fn)(void *), void *arg, const char *name)
     return rc;
 }
 
+int tl_rm_client_target_cpus(const tl_rm_cpuset *owned, const tl_rm_header *h, const cpu_set_t *original,
+                             cpu_set_t *out)
+{
+    CPU_ZERO(out);
+    for (unsigned c = 0; c < CPU_SETSIZE && c < TL_RM_MAX_CPUS; c++)
+        if (tl_rm_cpuset_has(owned, c) && CPU_ISSET(c, original))
+            CPU_SET(c, out);
+    if (CPU_COUNT(out))
+        return 1;
+    for (unsigned w = 0; w < TL_RM_CPU_WORDS && w * 64 < CPU_SETSIZE; w++) {
+        uint64_t usable = __atomic_load_n(&h->cpus.bits[w], __ATOMIC_RELAXED) &
+                          ~__atomic_load_n(&h->withheld.bits[w], __ATOMIC_RELAXED);
+        for (; usable; usable &= usable - 1) {
+            unsigned c = w * 64 + (unsigned)__builtin_ctzll(usable);
+            if (c < CPU_SETSIZE && CPU_ISSET(c, original))
+                CPU_SET(c, out);
+        }
+    }
+    if (CPU_COUNT(out) == 0)
+        *out = *original;
+    return 0;
+}
+
 uint64_t tl_rm_client_watch_ns(const tl_rm_header *h)
 {
     uint64_t q = __atomic_load_n(&h->quantum_ms, __ATOMIC_RELAXED);

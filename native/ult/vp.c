@@ -331,6 +331,18 @@ void tlu_vp_init_kernel_context(tlu_thread *t)
 #endif
 }
 
+unsigned tl_ult_set_vps_cpus(const cpu_set_t *cpus)
+{
+    unsigned set = 0;
+    for (unsigned i = 0; i < tlu_rt.nvps; i++) {
+        tlu_vp *vp = tlu_rt.vps[i];
+        int tid = vp ? atomic_load_explicit(&vp->tid, RLX) : 0;
+        if (tid > 0 && vp->cpu < 0 && sched_setaffinity(tid, sizeof *cpus, cpus) == 0)
+            set++;
+    }
+    return set;
+}
+
 static void pin_self(tlu_vp *vp)
 {
     if (vp->cpu < 0)

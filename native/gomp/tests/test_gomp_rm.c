@@ -86,6 +86,7 @@ static tl_rm_arena A;
 static _Atomic unsigned want = 2;
 static _Atomic int mgr_running = 1;
 static _Atomic int beating = 1; /* the manager thread stamps the heartbeat */
+static _Atomic int own_cpu = -1; /* >= 0: every allocation owns that CPU alone */
 
 static void *manager(void *arg)
 {
@@ -101,6 +102,9 @@ static void *manager(void *arg)
         unsigned w = __atomic_load_n(&want, __ATOMIC_ACQUIRE);
         tl_rm_cpuset cpus;
         tl_rm_cpuset_zero(&cpus);
+        int own = __atomic_load_n(&own_cpu, __ATOMIC_ACQUIRE);
+        if (own >= 0)
+            tl_rm_cpuset_add(&cpus, (unsigned)own);
         for (unsigned i = 0; i < A.nslots && i < 64; i++) {
             tl_rm_slot *s = &A.slots[i];
             if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TL_RM_SLOT_ACTIVE)
@@ -403,6 +407,41 @@ int main(int argc, char **argv)
     h->quantum_ms = 50;
     CHECK(promised == 4 && team_promised == 4);
     CHECK(team_next == 2);
+
+    /* 1c. the VPs' kernel threads run on the CPUs the allocation owns
+     * (the manager counts busy time on CPUs nobody owns as other work),
+     * and on the process's own again once it owns none of them */
+    int first = -1;
+    for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+        if (CPU_ISSET(c, &own))
+            first = c;
+    __atomic_store_n(&own_cpu, first, __ATOMIC_RELEASE);
+    int confined = 0, freed = 0;
+    for (int tries = 0; tries < 300 && !confined; tries++) {
+        cpu_set_t m[2];
+        int n = 0;
+#pragma omp parallel num_threads(2)
+        {
+            int k = omp_get_thread_num();
+            if (k < 2 && sched_getaffinity(0, sizeof m[k], &m[k]) == 0)
+                __atomic_add_fetch(&n, 1, __ATOMIC_RELAXED);
+        }
+        confined = n >= 1 && CPU_COUNT(&m[0]) == 1 && CPU_ISSET(first, &m[0]);
+        if (!confined)
+            usleep(10000);
+    }
+    __atomic_store_n(&own_cpu, -1, __ATOMIC_RELEASE);
+    for (int tries = 0; tries < 300 && !freed; tries++) {
+        cpu_set_t m;
+        CPU_ZERO(&m);
+#pragma omp parallel num_threads(1)
+        sched_getaffinity(0, sizeof m, &m);
+        freed = CPU_EQUAL(&m, &own);
+        if (!freed)
+            usleep(10000);
+    }
+    CHECK(confined);
+    CHECK(freed);
     CHECK(threadlab_gomp_managed() == 1);
     CHECK(omp_get_dynamic() == 1);
     CHECK(team1 == 4);

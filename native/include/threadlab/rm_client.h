@@ -117,6 +117,16 @@ uint64_t tl_rm_client_quantum_ns(const tl_rm_client *client);
  * value. */
 int tl_rm_client_watcher(void *(*fn)(void *), void *arg, const char *name);
 
+/* The CPUs a managed program's threads may use (into out): those it owns;
+ * when it owns none (more programs than CPUs), the managed CPUs not
+ * withheld for other work, where it runs beside their owners; never
+ * outside `original` (the process's own CPUs), which is the answer when
+ * nothing else is left.  Returns 1 when they are its own.  Both runtimes
+ * confine their threads to them: the manager reads busy time on a CPU
+ * nobody owns as other work. */
+int tl_rm_client_target_cpus(const tl_rm_cpuset *owned, const tl_rm_header *hdr, const cpu_set_t *original,
+                             cpu_set_t *out);
+
 /* How long a watcher thread waits on its slot's epoch before it looks at
  * the manager again: a quantum + 25 ms (a manager that stops wakes every
  * slot at once; one that dies says nothing, and its heartbeat ages). */

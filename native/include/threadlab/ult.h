@@ -41,6 +41,7 @@
 #ifndef THREADLAB_ULT_H
 #define THREADLAB_ULT_H
 
+#include <sched.h> /* cpu_set_t: its users define _GNU_SOURCE */
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -162,6 +163,11 @@ int tl_ult_vp_id(void);
  * (a resource manager's allocation: docs/ult.md). EAGAIN, EINVAL (0). */
 int tl_ult_set_active_vps(unsigned n);
 unsigned tl_ult_active_vps(void); /* 0 when not initialised */
+/* Sets the CPU mask of every VP's kernel thread that is not pinned to a
+ * CPU of its own (pinned ones keep theirs): where a resource manager's
+ * allocation lets the program run.  The number of VPs changed; 0 when
+ * not initialised. */
+unsigned tl_ult_set_vps_cpus(const cpu_set_t *cpus);
 /* 1 when the caller runs on a VP that has been told to stop. */
 int tl_ult_vp_stopping(void);
 /* 1 when the caller's VP has something else to do: it has been told to

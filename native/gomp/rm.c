@@ -57,7 +57,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <unistd.h>
 
 enum { RM_INIT = 0, RM_UNMANAGED = 1, RM_MANAGED = 2 };
@@ -79,11 +78,11 @@ static struct {
     _Atomic uint64_t region_ns;
     uint32_t kick;    /* futex word: +1 at every state change (the watcher looks) */
     pid_t watcher;    /* the process whose watcher runs (none after a fork) */
-    /* the VPs' CPUs (under follow_lock, or rm.lock for follow_all): the
-     * allocation's, as the shim confines its threads (confined: not the
-     * process's own) */
+    /* the VPs' CPUs (under follow_lock): the allocation's, as the shim
+     * confines its threads; confined: not the process's own (follow_all,
+     * which takes no lock, gives those back) */
     cpu_set_t vp_cpus;
-    int confined;
+    _Atomic int confined;
 } rm = {.lock = PTHREAD_MUTEX_INITIALIZER, .c = TL_RM_CLIENT_INITIALIZER};
 
 /* Cooperative teams (threadlab/rm_client.h): 16 KB of readings, apart
@@ -128,17 +127,10 @@ static void follow_all(void)
     if (!tlg_ult_ready())
         return;
     tl_ult_set_active_vps(tl_ult_num_vps());
-    /* after a follow_latest that read the state before it changed */
-    int z = 0;
-    while (!atomic_compare_exchange_weak_explicit(&rm.follow_lock, &z, 1, ACQ, RLX)) {
-        z = 0;
-        sched_yield();
-    }
-    if (rm.confined) {
+    if (tlg_forked)
+        return; /* a forked child: the VPs' thread ids are the parent's */
+    if (atomic_exchange_explicit(&rm.confined, 0, ACQREL))
         tl_ult_set_vps_cpus(&tlg_env_v.cpus);
-        rm.confined = 0;
-    }
-    atomic_store_explicit(&rm.follow_lock, 0, REL);
 }
 
 /* The VPs' CPUs: those the allocation gives (a VP's kernel thread with
@@ -147,15 +139,19 @@ static void follow_all(void)
 static void follow_cpus(const tl_rm_cpuset *owned)
 {
     const tl_rm_header *h = rm.c.mapped ? rm.c.arena.hdr : NULL;
-    if (!h || atomic_load_explicit(&rm.state, ACQ) != RM_MANAGED)
+    if (!h || tlg_forked || atomic_load_explicit(&rm.state, ACQ) != RM_MANAGED)
         return;
     cpu_set_t target;
     tl_rm_client_target_cpus(owned, h, &tlg_env_v.cpus, &target);
-    if (rm.confined && CPU_EQUAL(&target, &rm.vp_cpus))
+    if (atomic_load_explicit(&rm.confined, ACQ) && CPU_EQUAL(&target, &rm.vp_cpus))
         return;
     tl_ult_set_vps_cpus(&target);
     rm.vp_cpus = target;
-    rm.confined = 1;
+    atomic_store_explicit(&rm.confined, 1, SEQ);
+    /* the state changed meanwhile (a follow_all that saw nothing confined
+     * yet): the process's own CPUs again */
+    if (atomic_load_explicit(&rm.state, SEQ) != RM_MANAGED && atomic_exchange_explicit(&rm.confined, 0, ACQREL))
+        tl_ult_set_vps_cpus(&tlg_env_v.cpus);
 }
 
 /* Sets the active VPs to the slot's latest allocation (one thread at a

@@ -5,12 +5,10 @@ suite is built (`make jvm`)."""
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import math
 import os
-import stat
 import shutil
 import subprocess
 import sys
@@ -400,34 +398,26 @@ def test_real_jmh_run_converts_into_a_valid_record(model: str) -> None:
 
 
 @needs_jvm
-def test_real_run_does_not_use_the_jmh_lock_in_tmp() -> None:
-    # JMH's default lock, /tmp/jmh.lock, held as another JMH (or another
-    # user) would hold it: a run whose JVM kept /tmp as java.io.tmpdir
-    # stops with "Unable to acquire the JMH lock"; threadlab's runs keep
-    # their temporary files in their private scratch directory.
-    path = "/tmp/jmh.lock"
+def test_real_run_does_not_use_the_jmh_lock_in_the_default_tmpdir(tmp_path: Path) -> None:
+    # JMH's lock is java.io.tmpdir's jmh.lock (/tmp/jmh.lock by default),
+    # held here as another JMH or another user would hold it. The default
+    # temporary directory is made this test's own (JDK_JAVA_OPTIONS comes
+    # before the command line's flags, which win): a run that kept it stops
+    # with "Unable to acquire the JMH lock"; threadlab's runs keep their
+    # temporary files in their private scratch directory.
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir(mode=0o700)
+    fd = os.open(shared / "jmh.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        made = True
-    except FileExistsError:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
-        made = False
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            pytest.skip(f"{path} is not a regular file")
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:  # held by another process already: as good
-            assert error.errno in (errno.EACCES, errno.EAGAIN), error
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         done = run_launcher("jvm-platform", "--run", "threads.start", "--param", "count=1000", "--warmup", "0",
-                            "--iterations", "2")
+                            "--iterations", "2", env={"JDK_JAVA_OPTIONS": f"-Djava.io.tmpdir={shared}"})
     finally:
         os.close(fd)
-        if made:
-            os.unlink(path)
     record = only_record(done)
     assert done.returncode == 0 and record["status"] == "ok", done.stderr[-3000:]
     assert "-Djava.io.tmpdir=" in record["extra"]["jvm_args"]
+    assert "Picked up JDK_JAVA_OPTIONS" in done.stderr  # the default really was the held lock's directory
 
 
 @needs_jvm

@@ -444,7 +444,7 @@ def test_no_manager_says_so(action: list[str], run_cli: CliRunner, native_env: N
 
 
 @needs_native
-@pytest.mark.parametrize("action", [["stop"], ["status"], ["set", "--policy", "static"]])
+@pytest.mark.parametrize("action", [["stop"], ["status"], ["status", "--json"], ["set", "--policy", "static"]])
 def test_a_directory_others_may_enter_is_refused_not_reported_empty(action: list[str], run_cli: CliRunner,
                                                                      native_env: None, tmp_path: Path) -> None:
     # No manager can ever run there: saying "no manager is running" hid why.

@@ -82,6 +82,7 @@ static struct {
      * confines its threads; confined: not the process's own (follow_all,
      * which takes no lock, gives those back) */
     cpu_set_t vp_cpus;
+    uint32_t cpus_epoch; /* the slot's epoch vp_cpus follows */
     _Atomic int confined;
 } rm = {.lock = PTHREAD_MUTEX_INITIALIZER, .c = TL_RM_CLIENT_INITIALIZER};
 
@@ -136,14 +137,20 @@ static void follow_all(void)
 /* The VPs' CPUs: those the allocation gives (a VP's kernel thread with
  * the whole mask ran on CPUs nobody owned, where the manager counted its
  * time as other work and withheld them for good). */
-static void follow_cpus(const tl_rm_cpuset *owned)
+static void follow_cpus(const tl_rm_cpuset *owned, uint32_t epoch)
 {
+    /* every managed region comes here: the mask is worked out again only
+     * when the allocation changed (its epoch) */
+    int confined = atomic_load_explicit(&rm.confined, ACQ);
+    if (confined && epoch == rm.cpus_epoch)
+        return;
     const tl_rm_header *h = rm.c.mapped ? rm.c.arena.hdr : NULL;
     if (!h || tlg_forked || atomic_load_explicit(&rm.state, ACQ) != RM_MANAGED)
         return;
     cpu_set_t target;
     tl_rm_client_target_cpus(owned, h, &tlg_env_v.cpus, &target);
-    if (atomic_load_explicit(&rm.confined, ACQ) && CPU_EQUAL(&target, &rm.vp_cpus))
+    rm.cpus_epoch = epoch;
+    if (confined && CPU_EQUAL(&target, &rm.vp_cpus))
         return;
     tl_ult_set_vps_cpus(&target);
     rm.vp_cpus = target;
@@ -170,7 +177,7 @@ static void follow_latest(void)
         unsigned n = alloc == 0 ? 1 : alloc < nvps ? alloc : nvps;
         if (tl_ult_active_vps() != n)
             tl_ult_set_active_vps(n);
-        follow_cpus(&cpus);
+        follow_cpus(&cpus, epoch);
         atomic_store_explicit(&rm.followed_epoch, epoch, REL);
     }
     atomic_store_explicit(&rm.follow_lock, 0, REL);

@@ -162,13 +162,18 @@ def _no_omp_action(args: argparse.Namespace) -> int:
     raise UserError("an action is required: run (see `threadlab omp --help`)")
 
 
-def _not_running(directory: Path) -> int:
-    # A directory no manager may use (another user's, open to others, a
-    # link) is refused, saying why (exit 1), not "no manager is running".
+def _refuse_unusable(directory: Path) -> None:
+    """A directory no manager may use (another user's, open to others, a
+    link) is refused, saying why (exit 1), not reported as one where no
+    manager is running."""
     try:
         os.close(rm.open_directory(directory))
     except FileNotFoundError:
         pass
+
+
+def _not_running(directory: Path) -> int:
+    _refuse_unusable(directory)
     print(f"threadlab: no resource manager is running (directory {directory}, arena {rm.arena_name(directory)})",
           file=sys.stderr)
     return EXIT_NOT_RUNNING
@@ -245,6 +250,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         return _watch(directory, args.watch, args.json)
     state = rm.status(directory)
     if args.json:
+        if not state.get("running"):
+            _refuse_unusable(directory)
         print(json.dumps(state))
         return 0 if state.get("running") else EXIT_NOT_RUNNING
     if not state.get("running") and state.get("reason") == "no arena":

@@ -13,6 +13,7 @@ packages=(
   libboost-fiber-dev              # Boost.Fiber: the boost-fiber model of the models suite (docs/thread-models.md)
   openmpi-bin libopenmpi-dev      # Open MPI: the mpi suite (docs/mpi.md), its default launcher mpirun; libthreadlab-spawn (docs/spawn.md)
   mpich libmpich-dev              # MPICH beside it (Debian's alternatives): the spawn library built and tested over both
+  python3-mpi4py                  # mpi4py for Debian's python3 (over Open MPI): the spawn test of an interpreter that spawns itself
 )
 # 32-bit builds of the study's kernels (-m32): x86-64 only.
 if [[ "$(dpkg --print-architecture 2>/dev/null || true)" == amd64 ]]; then

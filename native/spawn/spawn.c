@@ -18,6 +18,7 @@
  *   a group of several thread tasks: the root decides; threads, else the
  *     call fails (a real spawn needs a real communicator of the group). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -92,11 +93,63 @@ int tlsp_same_executable(const char *command)
     return same;
 }
 
+/* ------------------------------------------------ an interpreter's process */
+
+/* The executable may be an interpreter: python3 running mpi4py spawns
+ * sys.executable (mpi4py.futures too), the same file.  Its main would
+ * start a second interpreter in this process, which these runtimes refuse
+ * (CPython 3.11: "Fatal Python error: pyinit_core_reconfigure", then the
+ * parent crashed).  What the program runs is the script, not the
+ * executable: such spawns are processes.  Known by a symbol the runtime
+ * exports from the process (the interpreters' executables export their
+ * API for extension modules); where the runtime can say so, only once it
+ * is running (a C program that links Python but has not started it keeps
+ * its thread spawns). */
+typedef int (*running_fn)(void);
+static const struct {
+    const char *runtime, *symbol;
+    int ask; /* the symbol is int (void), nonzero while the runtime is up */
+} interpreters[] = {
+    {"Python", "Py_IsInitialized", 1},
+    {"Julia", "jl_is_initialized", 1},
+    {"Perl", "perl_alloc", 0},
+    {"Ruby", "ruby_setup", 0},
+    {"R", "Rf_initialize_R", 0},
+    {"the JVM", "JNI_GetCreatedJavaVMs", 0},
+};
+#define NINTERPRETERS (sizeof interpreters / sizeof interpreters[0])
+static void *interpreter_sym[NINTERPRETERS];
+static pthread_once_t interpreters_once = PTHREAD_ONCE_INIT;
+
+static void interpreters_init(void)
+{
+    for (size_t i = 0; i < NINTERPRETERS; i++)
+        interpreter_sym[i] = dlsym(RTLD_DEFAULT, interpreters[i].symbol);
+}
+
+static const char *interpreter_running(void)
+{
+    pthread_once(&interpreters_once, interpreters_init);
+    for (size_t i = 0; i < NINTERPRETERS; i++) {
+        void *sym = interpreter_sym[i];
+        if (!sym)
+            continue;
+        if (interpreters[i].ask) {
+            running_fn running;
+            memcpy(&running, &sym, sizeof running); /* ISO C has no object-to-function cast */
+            if (!running())
+                continue;
+        }
+        return interpreters[i].runtime;
+    }
+    return NULL;
+}
+
 /* ---------------------------------------------------------- the decision */
 
 static int choose_threads(const char *command, int maxprocs, MPI_Info info)
 {
-    static int note_level, note_main, note_info;
+    static int note_level, note_main, note_info, note_interpreter;
     if (maxprocs < 1)
         return 0; /* the real MPI reports it */
     if (tlsp_provided < MPI_THREAD_MULTIPLE) {
@@ -111,6 +164,14 @@ static int choose_threads(const char *command, int maxprocs, MPI_Info info)
     }
     if (!tlsp_same_executable(command))
         return 0;
+    const char *runtime = interpreter_running();
+    if (runtime) {
+        tlsp_note_once(&note_interpreter,
+                       "the program is %s's interpreter, whose main cannot run again inside this process "
+                       "(docs/spawn.md, \"The decision\"): its spawns are processes",
+                       runtime);
+        return 0;
+    }
     if (info != MPI_INFO_NULL) {
         int nkeys = 0;
         if (PMPI_Info_get_nkeys(info, &nkeys) == MPI_SUCCESS && nkeys > 0) {

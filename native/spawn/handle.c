@@ -2,7 +2,7 @@
  * requests, and the tables behind them.
  *
  * A handle is an index into a slot table, encoded as a value the real MPI
- * never produces:
+ * never produces (a message handle, MPI_Mprobe's, is a request slot):
  *   Open MPI (handles are pointers): an address inside a region reserved
  *     PROT_NONE at load time, so a handle that reached Open MPI by mistake
  *     would fault at its first use instead of being read as an object.
@@ -61,6 +61,9 @@ uint32_t tlsp_comm_index(MPI_Comm c) { return (uint32_t)((uintptr_t)c - shadow);
 uint32_t tlsp_req_index(MPI_Request r) { return (uint32_t)((uintptr_t)r - shadow - NSLOTS); }
 MPI_Comm tlsp_comm_handle(const tlsp_view *v) { return (MPI_Comm)(shadow + v->index); }
 MPI_Request tlsp_req_handle(const tlsp_req *r) { return (MPI_Request)(shadow + NSLOTS + r->index); }
+int tlsp_is_msg_handle(MPI_Message m) { return shadow && (uintptr_t)m - shadow - NSLOTS < NSLOTS; }
+uint32_t tlsp_msg_index(MPI_Message m) { return (uint32_t)((uintptr_t)m - shadow - NSLOTS); }
+MPI_Message tlsp_msg_handle(const tlsp_req *r) { return (MPI_Message)(shadow + NSLOTS + r->index); }
 #elif defined(MPICH)
 #define MPICH_COMM_BASE 0x06000000u /* kind invalid, type communicator, bit 25 */
 #define MPICH_REQ_BASE 0x2e000000u  /* kind invalid, type request, bit 25 */
@@ -73,6 +76,10 @@ uint32_t tlsp_comm_index(MPI_Comm c) { return (uint32_t)c & ~MPICH_MASK; }
 uint32_t tlsp_req_index(MPI_Request r) { return (uint32_t)r & ~MPICH_MASK; }
 MPI_Comm tlsp_comm_handle(const tlsp_view *v) { return (MPI_Comm)(MPICH_COMM_BASE | v->index); }
 MPI_Request tlsp_req_handle(const tlsp_req *r) { return (MPI_Request)(MPICH_REQ_BASE | r->index); }
+/* MPICH's messages are requests: MPI_MESSAGE_NULL is MPI_REQUEST_NULL */
+int tlsp_is_msg_handle(MPI_Message m) { return ((uint32_t)m & MPICH_MASK) == MPICH_REQ_BASE; }
+uint32_t tlsp_msg_index(MPI_Message m) { return (uint32_t)m & ~MPICH_MASK; }
+MPI_Message tlsp_msg_handle(const tlsp_req *r) { return (MPI_Message)(MPICH_REQ_BASE | r->index); }
 #else
 #error "libthreadlab-spawn knows the handles of Open MPI and MPICH only"
 #endif

@@ -170,7 +170,9 @@ extern TLSP_TLS tlsp_task *tlsp_self_task;
 /* -------------------------------------------------------------- requests */
 
 enum { TLSP_PENDING = 0, TLSP_SLEEPING = 1, TLSP_DONE = 2 };
-enum { TLSP_REQ_SEND = 1, TLSP_REQ_RECV = 2 };
+/* TLSP_REQ_MESSAGE: no request of the program's, a matched message behind
+ * an MPI_Message handle (p2p.c) */
+enum { TLSP_REQ_SEND = 1, TLSP_REQ_RECV = 2, TLSP_REQ_MESSAGE = 3 };
 
 /* An entry of a mailbox's queue of unexpected messages: an eager copy
  * (payload, owned by the entry) or a rendezvous (sreq: the sender's
@@ -223,6 +225,10 @@ struct tlsp_req {
     tlsp_msg msg;             /* its queue entry when it waits for a receiver */
     uint32_t index;           /* its handle slot; 0 for an internal one */
     int sync;                 /* MPI_Ssend/Issend: never eager */
+    /* a message handle (MPI_Mprobe): the message taken out of its
+     * receiver's queue, and that receiver */
+    tlsp_msg *matched;
+    tlsp_endpoint *matched_ep;
 };
 _Static_assert(offsetof(tlsp_req, rbuf) == 64, "a request's first line: the match, the outcome, the state");
 
@@ -288,6 +294,11 @@ static inline tlsp_endpoint *tlsp_peer(const tlsp_view *v, int rank) { return v-
 int tlsp_handles_init(void);
 MPI_Comm tlsp_comm_handle(const tlsp_view *v);
 MPI_Request tlsp_req_handle(const tlsp_req *r);
+/* A message handle (MPI_Mprobe) is a request slot, in the encoding of the
+ * MPI's message handles. */
+int tlsp_is_msg_handle(MPI_Message m);
+uint32_t tlsp_msg_index(MPI_Message m);
+MPI_Message tlsp_msg_handle(const tlsp_req *r);
 /* Slot management (0 is never a valid slot). */
 uint32_t tlsp_slot_alloc(int table, void *object);
 void tlsp_slot_free(int table, uint32_t index);
@@ -366,7 +377,8 @@ int tlsp_irecv(const tlsp_view *v, const tlsp_buf *b, int src, int tag, int coll
 void tlsp_isend_ep(tlsp_endpoint *dest, uint32_t ctx, int src_rank, int tag, const tlsp_buf *b, tlsp_req *r);
 void tlsp_irecv_ctx(tlsp_endpoint *self, uint32_t ctx, int src, int tag, const tlsp_buf *b, tlsp_req *r);
 /* Probe: 1 and the envelope when a matching message waits (blocking: waits). */
-int tlsp_probe(const tlsp_view *v, int src, int tag, int blocking, int *out_src, int *out_tag, size_t *out_bytes);
+int tlsp_probe(const tlsp_view *v, int src, int tag, int blocking, tlsp_msg **take, int *out_src, int *out_tag,
+               size_t *out_bytes);
 
 /* Writes a request's outcome into a status (MPI_STATUS_IGNORE allowed). */
 void tlsp_status_fill(MPI_Status *st, int source, int tag, int error, size_t bytes);

@@ -118,31 +118,18 @@ void tlsp_isend_ep(tlsp_endpoint *dest, uint32_t ctx, int src, int tag, const tl
         tl_rm_futex_wake((uint32_t *)&dest->arrivals, 1);
 }
 
-void tlsp_irecv_ctx(tlsp_endpoint *self, uint32_t ctx, int src, int tag, const tlsp_buf *b, tlsp_req *r)
+/* Under self->lock: takes m, which *pp points to, out of the queue. */
+static void unlink_locked(tlsp_endpoint *self, tlsp_msg **pp, tlsp_msg *m)
 {
-    int err = MPI_SUCCESS;
-    long cap = tlsp_buf_bytes(b, &err);
-    r->rbuf = *b;
-    r->cap = cap < 0 ? 0 : (size_t)cap;
-    r->ctx = ctx;
-    r->src = src;
-    r->tag = tag;
-
-    tlsp_ep_lock(self);
-    tlsp_msg **pp = &self->unexp_head, *m;
-    for (m = *pp; m; pp = &m->next, m = m->next)
-        if (matches(ctx, src, tag, m->ctx, m->src, m->tag))
-            break;
-    if (!m) {
-        r->next = NULL;
-        *self->posted_tail = r;
-        self->posted_tail = &r->next;
-        tlsp_ep_unlock(self);
-        return;
-    }
     *pp = m->next;
     if (self->unexp_tail == &m->next)
         self->unexp_tail = pp;
+}
+
+/* Called with self->lock held, releases it: fills receive r from m, a
+ * message out of self's queue already, and disposes of m. */
+static void take_locked(tlsp_endpoint *self, tlsp_msg *m, tlsp_req *r)
+{
     if (m->block) {
         /* Copied out under the lock (a few bytes), the block goes back to
          * the pool in the same hold. */
@@ -171,6 +158,32 @@ void tlsp_irecv_ctx(tlsp_endpoint *self, uint32_t ctx, int src, int tag, const t
         deliver(r, m->src, m->tag, &packed, m->bytes);
         free(m);
     }
+}
+
+void tlsp_irecv_ctx(tlsp_endpoint *self, uint32_t ctx, int src, int tag, const tlsp_buf *b, tlsp_req *r)
+{
+    int err = MPI_SUCCESS;
+    long cap = tlsp_buf_bytes(b, &err);
+    r->rbuf = *b;
+    r->cap = cap < 0 ? 0 : (size_t)cap;
+    r->ctx = ctx;
+    r->src = src;
+    r->tag = tag;
+
+    tlsp_ep_lock(self);
+    tlsp_msg **pp = &self->unexp_head, *m;
+    for (m = *pp; m; pp = &m->next, m = m->next)
+        if (matches(ctx, src, tag, m->ctx, m->src, m->tag))
+            break;
+    if (!m) {
+        r->next = NULL;
+        *self->posted_tail = r;
+        self->posted_tail = &r->next;
+        tlsp_ep_unlock(self);
+        return;
+    }
+    unlink_locked(self, pp, m);
+    take_locked(self, m, r);
 }
 
 /* ------------------------------------------------------- argument checks */
@@ -231,7 +244,8 @@ int tlsp_irecv(const tlsp_view *v, const tlsp_buf *b, int src, int tag, int coll
     return MPI_SUCCESS;
 }
 
-int tlsp_probe(const tlsp_view *v, int src, int tag, int blocking, int *out_src, int *out_tag, size_t *out_bytes)
+int tlsp_probe(const tlsp_view *v, int src, int tag, int blocking, tlsp_msg **take, int *out_src, int *out_tag,
+               size_t *out_bytes)
 {
     tlsp_endpoint *ep = v->owner;
     uint32_t ctx = v->comm->ctx;
@@ -239,12 +253,16 @@ int tlsp_probe(const tlsp_view *v, int src, int tag, int blocking, int *out_src,
     for (;;) {
         uint32_t queued = atomic_load_explicit(&ep->queued, memory_order_acquire);
         tlsp_ep_lock(ep);
-        for (tlsp_msg *m = ep->unexp_head; m; m = m->next)
+        for (tlsp_msg **pp = &ep->unexp_head, *m = *pp; m; pp = &m->next, m = m->next)
             if (matches(ctx, src, tag, m->ctx, m->src, m->tag)) {
                 *out_src = m->src;
                 *out_tag = m->tag;
                 *out_bytes = m->bytes;
                 ep->probing = 0;
+                if (take) {
+                    unlink_locked(ep, pp, m);
+                    *take = m;
+                }
                 tlsp_ep_unlock(ep);
                 return 1;
             }
@@ -445,22 +463,36 @@ TLSP_EXPORT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype se
     return MPI_SUCCESS;
 }
 
-static int probe_call(const char *call, const tlsp_view *v, int src, int tag, int blocking, int *flag,
-                      MPI_Status *st)
+/* What every probe does first: its arguments checked, and a probe of
+ * MPI_PROC_NULL answered.  1 when that ended the call, with *rc its
+ * result. */
+static int probe_prologue(const char *call, const tlsp_view *v, int src, int tag, int *flag, MPI_Status *st,
+                          int *rc)
 {
+    *rc = MPI_SUCCESS;
     if (!check_peer(v, src, 1))
-        return tlsp_error(v, MPI_ERR_RANK, "%s: invalid source rank %d", call, src);
-    if (tag < 0 && tag != MPI_ANY_TAG)
-        return tlsp_error(v, MPI_ERR_TAG, "%s: invalid tag %d", call, tag);
-    if (src == MPI_PROC_NULL) {
+        *rc = tlsp_error(v, MPI_ERR_RANK, "%s: invalid source rank %d", call, src);
+    else if (tag < 0 && tag != MPI_ANY_TAG)
+        *rc = tlsp_error(v, MPI_ERR_TAG, "%s: invalid tag %d", call, tag);
+    else if (src != MPI_PROC_NULL)
+        return 0;
+    else {
         if (flag)
             *flag = 1;
         tlsp_status_fill(st, MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
-        return MPI_SUCCESS;
     }
+    return 1;
+}
+
+static int probe_call(const char *call, const tlsp_view *v, int src, int tag, int blocking, int *flag,
+                      MPI_Status *st)
+{
+    int rc;
+    if (probe_prologue(call, v, src, tag, flag, st, &rc))
+        return rc;
     int osrc, otag;
     size_t bytes;
-    int found = tlsp_probe(v, src, tag, blocking, &osrc, &otag, &bytes);
+    int found = tlsp_probe(v, src, tag, blocking, NULL, &osrc, &otag, &bytes);
     if (flag)
         *flag = found;
     if (found)
@@ -478,4 +510,129 @@ TLSP_EXPORT int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Statu
 {
     VIEW_OR_PASS(comm, "MPI_Iprobe", PMPI_Iprobe(src, tag, comm, flag, st));
     return probe_call("MPI_Iprobe", v, src, tag, 0, flag, st);
+}
+
+/* ------------------------------------------------- matched probe, receive */
+
+/* MPI_Mprobe and MPI_Improbe take the message out of the queue, so that
+ * no other receive can match it, and hand it out as a message handle: a
+ * request of kind TLSP_REQ_MESSAGE holding it (the request table's slots
+ * and encoding, handle.c).  MPI_Mrecv and MPI_Imrecv receive it from
+ * there.  A large message keeps its sender waiting until then, as a
+ * receive posted late would. */
+
+static int mprobe_call(const char *call, const tlsp_view *v, int src, int tag, int blocking, int *flag,
+                       MPI_Message *message, MPI_Status *st)
+{
+    int rc;
+    if (probe_prologue(call, v, src, tag, flag, st, &rc)) {
+        if (rc == MPI_SUCCESS)
+            *message = MPI_MESSAGE_NO_PROC;
+        return rc;
+    }
+    tlsp_req *h = tlsp_req_alloc(TLSP_REQ_MESSAGE, v);
+    if (!h)
+        return tlsp_error(v, MPI_ERR_NO_MEM, "%s: out of message handles", call);
+    int osrc, otag;
+    size_t bytes;
+    tlsp_msg *m = NULL;
+    int found = tlsp_probe(v, src, tag, blocking, &m, &osrc, &otag, &bytes);
+    if (flag)
+        *flag = found;
+    if (!found) {
+        tlsp_req_free(h);
+        return MPI_SUCCESS;
+    }
+    h->matched = m;
+    h->matched_ep = v->owner;
+    *message = tlsp_msg_handle(h);
+    tlsp_status_fill(st, osrc, otag, MPI_SUCCESS, bytes);
+    return MPI_SUCCESS;
+}
+
+TLSP_EXPORT int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *st)
+{
+    VIEW_OR_PASS(comm, "MPI_Mprobe", PMPI_Mprobe(src, tag, comm, message, st));
+    return mprobe_call("MPI_Mprobe", v, src, tag, 1, NULL, message, st);
+}
+
+TLSP_EXPORT int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *st)
+{
+    VIEW_OR_PASS(comm, "MPI_Improbe", PMPI_Improbe(src, tag, comm, flag, message, st));
+    return mprobe_call("MPI_Improbe", v, src, tag, 0, flag, message, st);
+}
+
+/* The matched message a handle designates, taken out of it (the handle is
+ * then spent); NULL for one of the real MPI, and for a spent or foreign
+ * handle of the library (*bad set). */
+static tlsp_req *message_of(MPI_Message message, int *bad)
+{
+    *bad = 0;
+    if (TLSP_LIKELY(!tlsp_is_msg_handle(message)))
+        return NULL;
+    tlsp_req *h = tlsp_slot_get(TLSP_TABLE_REQ, tlsp_msg_index(message));
+    if (!h || h->kind != TLSP_REQ_MESSAGE || !h->matched) {
+        *bad = 1;
+        return NULL;
+    }
+    return h;
+}
+
+/* Receives the message h holds into r (a receive request of its view) and
+ * frees h. */
+static void receive_matched(tlsp_req *h, tlsp_req *r, void *buf, int count, MPI_Datatype type)
+{
+    int err = MPI_SUCCESS;
+    tlsp_buf b = {buf, count, type};
+    long cap = tlsp_buf_bytes(&b, &err);
+    r->rbuf = b;
+    r->cap = cap < 0 ? 0 : (size_t)cap;
+    tlsp_endpoint *self = h->matched_ep;
+    tlsp_msg *m = h->matched;
+    tlsp_req_free(h);
+    tlsp_ep_lock(self); /* a block goes back to its pool */
+    take_locked(self, m, r);
+}
+
+static int bad_message(const char *call)
+{
+    return tlsp_fail(0, MPI_ERR_REQUEST, "%s: invalid message (a message of thread tasks received already)", call);
+}
+
+TLSP_EXPORT int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Status *st)
+{
+    int bad;
+    tlsp_req *h = message_of(*message, &bad);
+    if (TLSP_UNLIKELY(bad))
+        return bad_message("MPI_Mrecv");
+    if (TLSP_LIKELY(!h))
+        return PMPI_Mrecv(buf, count, type, message, st);
+    tlsp_req r;
+    tlsp_req_init(&r, TLSP_REQ_RECV, NULL);
+    r.errors_return = h->errors_return;
+    receive_matched(h, &r, buf, count, type);
+    *message = MPI_MESSAGE_NULL;
+    tlsp_req_wait(&r);
+    tlsp_status_fill(st, r.st_source, r.st_tag, r.st_error, r.st_bytes);
+    if (r.st_error != MPI_SUCCESS)
+        return truncated(r.errors_return, "MPI_Mrecv", &r);
+    return MPI_SUCCESS;
+}
+
+TLSP_EXPORT int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Request *request)
+{
+    int bad;
+    tlsp_req *h = message_of(*message, &bad);
+    if (TLSP_UNLIKELY(bad))
+        return bad_message("MPI_Imrecv");
+    if (TLSP_LIKELY(!h))
+        return PMPI_Imrecv(buf, count, type, message, request);
+    tlsp_req *r = tlsp_req_alloc(TLSP_REQ_RECV, NULL);
+    if (!r)
+        return tlsp_fail(h->errors_return, MPI_ERR_NO_MEM, "MPI_Imrecv: out of request handles");
+    r->errors_return = h->errors_return;
+    receive_matched(h, r, buf, count, type);
+    *message = MPI_MESSAGE_NULL;
+    *request = tlsp_req_handle(r);
+    return MPI_SUCCESS;
 }

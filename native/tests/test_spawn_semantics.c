@@ -265,6 +265,44 @@ static void phase_probe(checker *ck, MPI_Comm kids)
     CHECK(ck, st.MPI_SOURCE == 0 && st.MPI_TAG == 41, "iprobe status");
     MPI_Recv(&v, 1, MPI_INT, 0, 41, kids, MPI_STATUS_IGNORE);
     printf("R probe iprobe value %d\n", v);
+    /* matched probes: the message is taken at the probe (a receive of any
+     * tag from its sender, posted in between, must not get it), small and
+     * large */
+    MPI_Message msg;
+    MPI_Mprobe(MPI_ANY_SOURCE, 42, kids, &msg, &st);
+    n = count_of(&st, MPI_INT);
+    int src = st.MPI_SOURCE;
+    int other = 0;
+    MPI_Recv(&other, 1, MPI_INT, src, MPI_ANY_TAG, kids, &st); /* its next: tag 44 */
+    printf("R probe after mprobe tag %d value %d\n", st.MPI_TAG, other);
+    buf = malloc((size_t)n * sizeof *buf);
+    MPI_Mrecv(buf, n, MPI_INT, &msg, &st);
+    sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += buf[i];
+    CHECK(ck, msg == MPI_MESSAGE_NULL && st.MPI_SOURCE == src && st.MPI_TAG == 42, "mrecv status and handle");
+    printf("R probe mprobe count %d from %d sum %ld\n", n, src, sum);
+    free(buf);
+    flag = 0;
+    while (!flag)
+        MPI_Improbe(3, 43, kids, &flag, &msg, &st);
+    n = count_of(&st, MPI_INT);
+    buf = malloc((size_t)n * sizeof *buf);
+    MPI_Request rq;
+    MPI_Imrecv(buf, n, MPI_INT, &msg, &rq);
+    MPI_Wait(&rq, &st);
+    sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += buf[i];
+    CHECK(ck, msg == MPI_MESSAGE_NULL && rq == MPI_REQUEST_NULL && st.MPI_SOURCE == 3 && count_of(&st, MPI_INT) == n,
+          "imrecv status and handles");
+    printf("R probe improbe count %d from %d sum %ld\n", n, st.MPI_SOURCE, sum);
+    free(buf);
+    MPI_Mprobe(MPI_PROC_NULL, 42, kids, &msg, &st);
+    int noproc = msg == MPI_MESSAGE_NO_PROC && st.MPI_SOURCE == MPI_PROC_NULL;
+    MPI_Mrecv(NULL, 0, MPI_INT, &msg, &st);
+    noproc = noproc && st.MPI_SOURCE == MPI_PROC_NULL && msg == MPI_MESSAGE_NULL;
+    printf("R probe mprobe proc_null %s\n", noproc ? "yes" : "no");
 }
 
 static void phase_collect(MPI_Comm kids, const char *what, int n)
@@ -510,6 +548,18 @@ static int run_child(const char *self, MPI_Comm parent)
     if (rank == 0) {
         int v = 4141;
         MPI_Send(&v, 1, MPI_INT, 0, 41, parent);
+    }
+    if (rank == 1) {
+        for (int i = 0; i < 77; i++)
+            buf[i] = 2 * i;
+        MPI_Send(buf, 77, MPI_INT, 0, 42, parent);
+        int v = 4444;
+        MPI_Send(&v, 1, MPI_INT, 0, 44, parent);
+    }
+    if (rank == 3) {
+        for (int i = 0; i < BIG; i++)
+            buf[i] = i % 7;
+        MPI_Send(buf, BIG, MPI_INT, 0, 43, parent);
     }
     free(buf);
     await(parent, 6);

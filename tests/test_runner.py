@@ -243,3 +243,29 @@ def test_no_process_is_left_behind(fake_native: Path, db_path: Path, run_cli: Ru
                 leftovers.append((entry.name, cmdline))
     assert leftovers == []
     assert os.getpgrp() == os.getpgid(0)  # threadlab never moved the test's own group
+
+
+def test_validation_is_ready_before_a_point_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The validator and the summary's imports are made before the point's
+    process starts, not at its first record (while it still measures)."""
+    from threadlab.analysis import stats
+    from threadlab.native import process
+    from threadlab.run import runner
+
+    schema._validator.cache_clear()
+    summarized: list[int] = []
+    real_summarize = stats.summarize
+    monkeypatch.setattr(stats, "summarize", lambda samples: summarized.append(len(samples)) or real_summarize(samples))
+    seen: dict[str, object] = {}
+
+    def follow(argv: list[str], timeout_s: float, stop: object) -> object:
+        seen["validator"] = schema._validator.cache_info().currsize
+        seen["summarized"] = len(summarized)
+        raise OSError(2, "not started")  # the point ends here: run_point reports it
+
+    monkeypatch.setattr(process, "Follow", follow)
+    info = _info("x.y", 0)
+    point = expand_sweep([info], {"prog": Path("/p")}, None, quick=False)[0]
+    records = list(runner.run_point(point, native.PointOptions(), 5.0, process.StopRequest()))
+    assert seen == {"validator": 1, "summarized": 1}
+    assert records[0]["status"] == "failed" and "not started" in records[0]["reason"]

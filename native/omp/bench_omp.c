@@ -79,8 +79,8 @@ static int run_rm(const char *const *args)
     char rm[PATH_MAX];
     if (tl_beside_program("threadlab-rm", rm, sizeof rm) != 0)
         return -1;
-    char *argv[8] = {rm};
-    for (int i = 0; args[i] && i < 6; i++)
+    char *argv[10] = {rm};
+    for (int i = 0; args[i] && i < 8; i++)
         argv[i + 1] = (char *)args[i];
     pid_t pid = fork();
     if (pid < 0)
@@ -126,7 +126,11 @@ static int ensure_managed_process(tl_ctx *ctx)
         setenv(TL_RM_ENV_ARENA, arena, 1);
         /* The re-executed program keeps this pid: it stays the owner. */
         snprintf(owner, sizeof owner, "%d", (int)getpid());
-        const char *start[] = {"--quantum-ms", "100", "--owner", owner, NULL};
+        /* Other load ignored: the harness that reads this point's records
+         * is load the manager would see and withhold a CPU for (a team of 1
+         * now and then, regions stalled for a quantum: what the point
+         * measures is the shim's path with the CPUs the process owns). */
+        const char *start[] = {"--quantum-ms", "100", "--other-load", "ignore", "--owner", owner, NULL};
         if (run_rm(start) != 0) {
             tl_rm_dir_remove(dir, err, sizeof err);
             tl_unsupported(ctx, "no threadlab-rm running, and a private one could not be started");

@@ -120,6 +120,7 @@ def run_point(point: Point, options: PointOptions, timeout_s: float, stop: StopR
     program's own (validated), plus a synthesized 'failed' one when the
     program timed out, crashed, or broke the protocol.  Yields nothing more
     once a stop is requested."""
+    schema.prepare()  # not while the point measures
     try:
         child = process.Follow(point.argv(options), timeout_s, stop)
     except OSError as error:

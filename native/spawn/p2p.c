@@ -562,9 +562,9 @@ TLSP_EXPORT int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Mess
     return mprobe_call("MPI_Improbe", v, src, tag, 0, flag, message, st);
 }
 
-/* The matched message a handle designates, taken out of it (the handle is
- * then spent); NULL for one of the real MPI, and for a spent or foreign
- * handle of the library (*bad set). */
+/* The library's message handle a handle designates; NULL for one of the
+ * real MPI (MPI_MESSAGE_NO_PROC included), and for a handle of the library
+ * that is spent or no message (*bad set). */
 static tlsp_req *message_of(MPI_Message message, int *bad)
 {
     *bad = 0;

@@ -6,7 +6,7 @@
  * and what is accepted, and ignored (the default stays), as libgomp does.
  *
  *   OMP_NUM_THREADS       n[,n...]: nthreads-var per nesting level
- *   OMP_SCHEDULE          [monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk]
+ *   OMP_SCHEDULE          [monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk] (0: the default)
  *   OMP_DYNAMIC           true|false
  *   OMP_NESTED            true|false (deprecated: sets max-active-levels)
  *   OMP_MAX_ACTIVE_LEVELS n
@@ -14,7 +14,8 @@
  *   OMP_STACKSIZE         n[B|K|M|G] (K when no unit): OpenMP threads' stacks
  *   OMP_WAIT_POLICY       active|passive
  *   OMP_PROC_BIND         true|false|primary|master|close|spread[,...]
- *   OMP_PLACES            threads|cores|sockets|a list (one place per allowed CPU)
+ *   OMP_PLACES            threads|cores|sockets|ll_caches|numa_domains[(n)]|{a list}: one place per
+ *                         allowed CPU whatever the value; without OMP_PROC_BIND it binds (true)
  *   OMP_CANCELLATION      true|false
  *   OMP_MAX_TASK_PRIORITY n
  *   OMP_DEFAULT_DEVICE    n
@@ -186,7 +187,7 @@ static void parse_schedule(tlg_icv *icv)
     if (!v)
         return;
     static const char accepted[] =
-        "[monotonic:|nonmonotonic:]static|dynamic|guided|auto[,positive chunk]";
+        "[monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk of 0 or more]";
     const char *s = skip_space(v);
     unsigned mono = 0;
     if (!strncasecmp(s, "monotonic", 9) && skip_space(s + 9)[0] == ':') {
@@ -219,7 +220,8 @@ static void parse_schedule(tlg_icv *icv)
     if (*s == ',') {
         unsigned long c;
         const char *end;
-        if (!parse_num(s + 1, 1, LONG_MAX, &c, &end) || *end) {
+        /* 0 as libgomp takes it: the kind's default chunk (below) */
+        if (!parse_num(s + 1, 0, LONG_MAX, &c, &end) || *end) {
             bad("OMP_SCHEDULE", v, accepted);
             return;
         }
@@ -414,6 +416,43 @@ static void process_cpus(void)
     e->ncpus = CPU_COUNT(&e->cpus) > 0 ? (unsigned)CPU_COUNT(&e->cpus) : 1;
 }
 
+/* OMP_PLACES: valid (an abstract name, with an optional count, or an
+ * explicit list) or not (a message, and ignored).  This runtime makes one
+ * place per allowed CPU whatever the value (find_places). */
+static int places_asked(void)
+{
+    const char *v = env("OMP_PLACES");
+    if (!v)
+        return 0;
+    static const char *const names[] = {"threads", "cores", "sockets", "ll_caches", "numa_domains"};
+    const char *s = skip_space(v);
+    if (*s == '{')
+        return 1;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t n = strlen(names[i]);
+        if (strncasecmp(s, names[i], n))
+            continue;
+        const char *t = skip_space(s + n);
+        if (*t == '(') {
+            const char *d = skip_space(t + 1);
+            if (!isdigit((unsigned char)*d))
+                break;
+            while (isdigit((unsigned char)*d))
+                d++;
+            d = skip_space(d);
+            if (*d != ')')
+                break;
+            t = skip_space(d + 1);
+        }
+        if (!*t)
+            return 1;
+        break;
+    }
+    bad("OMP_PLACES", v, "threads, cores, sockets, ll_caches or numa_domains, each with an optional (count), "
+                         "or a list of places in braces");
+    return 0;
+}
+
 static void find_places(void)
 {
     int n = 0;
@@ -422,9 +461,9 @@ static void find_places(void)
         if (CPU_ISSET(c, &tlg_env_v.cpus))
             cpus[n++] = c;
     tlg_env_v.place_cpu = cpus;
-    /* places exist once threads are bound or places are asked for */
-    int bound = tlg_env_v.icv.bind != omp_proc_bind_false || env("OMP_PLACES");
-    tlg_env_v.nplaces = bound ? (unsigned)n : 0;
+    /* places exist once threads are bound (places asked for bind them,
+     * unless OMP_PROC_BIND is false: tlg_env_init) */
+    tlg_env_v.nplaces = tlg_env_v.icv.bind != omp_proc_bind_false ? (unsigned)n : 0;
 }
 
 void tlg_env_init(void)
@@ -464,6 +503,10 @@ void tlg_env_init(void)
     if (parse_uint("OMP_THREAD_LIMIT", 1, INT_MAX, &u, "a positive integer"))
         icv->thread_limit = (unsigned)u;
     parse_proc_bind(icv);
+    /* as libgomp: places without a policy bind (bind-var true); with
+     * OMP_PROC_BIND=false there are none */
+    if (places_asked() && !env("OMP_PROC_BIND"))
+        icv->bind = omp_proc_bind_true;
     if (parse_uint("OMP_MAX_ACTIVE_LEVELS", 0, INT_MAX, &u, "a non-negative integer")) {
         icv->max_active_levels = u > 255 ? 255 : (unsigned)u;
     } else if (parse_bool("OMP_NESTED", &b)) {
@@ -555,27 +598,39 @@ void tlg_display_env(int verbose)
 {
     const tlg_env *e = &tlg_env_v;
     const tlg_icv *icv = &e->icv;
+    /* libgomp 12's lines and formats, so that the two can be compared
+     * line by line: nested as max-active-levels > 1, a chunk only when it
+     * is not the kind's default, the places as a list, the stack size and
+     * the thread limit as the environment set them (0 and UINT_MAX unset) */
     fprintf(stderr, "\nOPENMP DISPLAY ENVIRONMENT BEGIN\n  _OPENMP = '201511'\n  OMP_DYNAMIC = '%s'\n",
             icv->dyn ? "TRUE" : "FALSE");
+    fprintf(stderr, "  OMP_NESTED = '%s'\n", icv->max_active_levels > 1 ? "TRUE" : "FALSE");
     fprintf(stderr, "  OMP_NUM_THREADS = '");
     if (e->nthreads_len)
         for (unsigned i = 0; i < e->nthreads_len; i++)
             fprintf(stderr, "%s%u", i ? "," : "", e->nthreads_list[i]);
     else
         fprintf(stderr, "%u", icv->nthreads);
-    fprintf(stderr, "'\n  OMP_SCHEDULE = '%s%s,%ld'\n", (icv->run_sched & TLG_SCHED_MONOTONIC) ? "MONOTONIC:" : "",
-            sched_name(icv->run_sched), icv->run_chunk);
+    unsigned kind = icv->run_sched & ~TLG_SCHED_MONOTONIC;
+    fprintf(stderr, "'\n  OMP_SCHEDULE = '%s%s",
+            (icv->run_sched & TLG_SCHED_MONOTONIC) && kind != TLG_SCHED_STATIC ? "MONOTONIC:" : "",
+            sched_name(icv->run_sched));
+    if (icv->run_chunk != (kind == TLG_SCHED_STATIC ? 0 : 1))
+        fprintf(stderr, ",%ld", icv->run_chunk);
+    fprintf(stderr, "'\n");
     fprintf(stderr, "  OMP_PROC_BIND = '");
     if (e->bind_len)
         for (unsigned i = 0; i < e->bind_len; i++)
             fprintf(stderr, "%s%s", i ? "," : "", bind_name(e->bind_list[i]));
     else
         fprintf(stderr, "%s", bind_name(icv->bind));
-    fprintf(stderr, "'\n  OMP_PLACES = '%u places'\n", e->nplaces);
-    fprintf(stderr, "  OMP_STACKSIZE = '%zu'\n", tlg_stack_size());
+    fprintf(stderr, "'\n  OMP_PLACES = '");
+    for (unsigned i = 0; i < e->nplaces; i++)
+        fprintf(stderr, "%s{%d}", i ? "," : "", e->place_cpu[i]);
+    fprintf(stderr, "'\n  OMP_STACKSIZE = '%zu'\n", e->stacksize);
     fprintf(stderr, "  OMP_WAIT_POLICY = '%s'\n", e->wait_policy == 1 ? "ACTIVE" : "PASSIVE");
-    fprintf(stderr, "  OMP_THREAD_LIMIT = '%u'\n  OMP_MAX_ACTIVE_LEVELS = '%u'\n", icv->thread_limit,
-            icv->max_active_levels);
+    fprintf(stderr, "  OMP_THREAD_LIMIT = '%u'\n  OMP_MAX_ACTIVE_LEVELS = '%u'\n",
+            icv->thread_limit == INT_MAX ? UINT_MAX : icv->thread_limit, icv->max_active_levels);
     fprintf(stderr, "  OMP_NUM_TEAMS = '%d'\n  OMP_TEAMS_THREAD_LIMIT = '%d'\n", e->nteams, e->teams_thread_limit);
     fprintf(stderr, "  OMP_CANCELLATION = '%s'\n  OMP_DEFAULT_DEVICE = '%d'\n  OMP_MAX_TASK_PRIORITY = '%d'\n",
             e->cancellation ? "TRUE" : "FALSE", icv->default_device, e->max_task_priority);

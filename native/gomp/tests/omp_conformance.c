@@ -1579,6 +1579,23 @@ static void check_icvs(void)
                "OMP_SCHEDULE=auto read as %d,%d (libgomp: 4,1)", (int)kind, chunk);
     if (!sched)
         EXPECT(kind == omp_sched_dynamic && chunk == 1, "default runtime schedule %d,%d", (int)kind, chunk);
+    /* a chunk of 0, as libgomp takes it: the kind's default */
+    if (sched && !strcmp(sched, "static,0"))
+        EXPECT((kind & ~omp_sched_monotonic) == omp_sched_static && chunk == 0, "OMP_SCHEDULE=%s read as %d,%d",
+               sched, (int)kind, chunk);
+    if (sched && !strcmp(sched, "dynamic,0"))
+        EXPECT((kind & ~omp_sched_monotonic) == omp_sched_dynamic && chunk == 1, "OMP_SCHEDULE=%s read as %d,%d",
+               sched, (int)kind, chunk);
+    /* places without OMP_PROC_BIND bind (true), one place per CPU here;
+     * with OMP_PROC_BIND=false there are none */
+    const char *places = getenv("OMP_PLACES"), *bind = getenv("OMP_PROC_BIND");
+    if (places && !strcmp(places, "cores") && !bind)
+        EXPECT(omp_get_proc_bind() == omp_proc_bind_true && omp_get_num_places() >= 1,
+               "OMP_PLACES=cores alone: bind %d, %d places", (int)omp_get_proc_bind(), omp_get_num_places());
+    if (places && bind && !strcmp(bind, "false"))
+        EXPECT(omp_get_proc_bind() == omp_proc_bind_false && omp_get_num_places() == 0,
+               "OMP_PLACES with OMP_PROC_BIND=false: bind %d, %d places", (int)omp_get_proc_bind(),
+               omp_get_num_places());
     EXPECT(omp_get_thread_limit() == env_int("OMP_THREAD_LIMIT", INT_MAX), "thread limit %d",
            omp_get_thread_limit());
     EXPECT(omp_get_max_active_levels() == env_int("OMP_MAX_ACTIVE_LEVELS", 1), "max active levels %d",

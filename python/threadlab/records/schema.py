@@ -65,7 +65,7 @@ def _validator() -> Draft202012Validator:
 def prepare() -> None:
     """Does validation's one-time work now: jsonschema's import and the
     validator's construction, and the imports of the samples' summary
-    (numpy, scipy), about 0.4 s of CPU here.  A harness calls it before it
+    (numpy), 0.16-0.20 s of CPU here.  A harness calls it before it
     starts a point: done at the point's first record, it took a CPU from
     the measurements the point was still running (on 2 CPUs, a sample of
     the shim's regions in omp.region.overhead took up to 200 times its

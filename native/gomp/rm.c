@@ -137,12 +137,13 @@ static void follow_all(void)
 /* The VPs' CPUs: those the allocation gives (a VP's kernel thread with
  * the whole mask ran on CPUs nobody owned, where the manager counted its
  * time as other work and withheld them for good). */
-static void follow_cpus(const tl_rm_cpuset *owned, uint32_t epoch)
+static void follow_cpus(const tl_rm_cpuset *owned, uint32_t epoch, int again)
 {
     /* every managed region comes here: the mask is worked out again only
-     * when the allocation changed (its epoch) */
+     * when the allocation changed (its epoch), or when the watcher asks
+     * (again: the withheld CPUs change without an epoch) */
     int confined = atomic_load_explicit(&rm.confined, ACQ);
-    if (confined && epoch == rm.cpus_epoch)
+    if (confined && epoch == rm.cpus_epoch && !again)
         return;
     const tl_rm_header *h = rm.c.mapped ? rm.c.arena.hdr : NULL;
     if (!h || tlg_forked || atomic_load_explicit(&rm.state, ACQ) != RM_MANAGED)
@@ -162,8 +163,9 @@ static void follow_cpus(const tl_rm_cpuset *owned, uint32_t epoch)
 }
 
 /* Sets the active VPs to the slot's latest allocation (one thread at a
- * time; another one already on it is enough). */
-static void follow_latest(void)
+ * time; another one already on it is enough); again: work out the VPs'
+ * CPUs even if the allocation is the one followed. */
+static void follow_latest(int again)
 {
     if (!tlg_ult_ready() || !tl_rm_client_answered(&rm.c))
         return;
@@ -177,7 +179,7 @@ static void follow_latest(void)
         unsigned n = alloc == 0 ? 1 : alloc < nvps ? alloc : nvps;
         if (tl_ult_active_vps() != n)
             tl_ult_set_active_vps(n);
-        follow_cpus(&cpus, epoch);
+        follow_cpus(&cpus, epoch, again);
         atomic_store_explicit(&rm.followed_epoch, epoch, REL);
     }
     atomic_store_explicit(&rm.follow_lock, 0, REL);
@@ -186,7 +188,7 @@ static void follow_latest(void)
 void tlg_rm_follow(void)
 {
     if (atomic_load_explicit(&rm.state, ACQ) == RM_MANAGED)
-        follow_latest();
+        follow_latest(0);
 }
 
 /* Under rm.lock. */
@@ -247,8 +249,11 @@ static void *watcher(void *arg)
         }
         tl_rm_slot *slot = __atomic_load_n(&rm.c.my, __ATOMIC_ACQUIRE);
         uint32_t epoch = __atomic_load_n(&slot->epoch, __ATOMIC_ACQUIRE);
-        if (epoch != atomic_load_explicit(&rm.followed_epoch, ACQ))
-            follow_latest();
+        /* a new allocation; else (the wait below timed out, once a
+         * quantum) the CPUs the manager withholds, which change without
+         * one (a process that owns no CPU runs on the managed ones not
+         * withheld), as the shim's watcher looks again */
+        follow_latest(epoch == atomic_load_explicit(&rm.followed_epoch, ACQ));
         tl_rm_wait_epoch(slot, epoch, tl_rm_client_watch_ns(rm.c.arena.hdr));
         if (atomic_load_explicit(&rm.state, ACQ) != RM_MANAGED)
             continue;
@@ -313,7 +318,7 @@ unsigned tlg_rm_region(unsigned request)
     if (request == 0)
         request = 1;
     unsigned alloc = tl_rm_client_request(&rm.c, request);
-    follow_latest();
+    follow_latest(0);
     /* the bound: the allocation and the active VPs, or for a region that
      * may be long (see the top) the request, up to the VPs */
     unsigned bound = alloc;
@@ -334,7 +339,7 @@ int tlg_safe_point(void)
     if (atomic_load_explicit(&rm.state, ACQ) == RM_MANAGED &&
         TLG_UNLIKELY(__atomic_load_n(&__atomic_load_n(&rm.c.my, __ATOMIC_RELAXED)->epoch, __ATOMIC_RELAXED) !=
                      atomic_load_explicit(&rm.followed_epoch, RLX)))
-        follow_latest();
+        follow_latest(0);
     return tl_ult_safe_point();
 }
 

@@ -442,6 +442,37 @@ int main(int argc, char **argv)
     }
     CHECK(confined);
     CHECK(freed);
+
+    /* 1d. owning no CPU, the VPs run on the managed CPUs not withheld: a
+     * CPU the manager withholds without a new allocation (the slot's
+     * epoch stays) is left within a quantum or two, and taken again when
+     * it is released (the watcher looks once a quantum) */
+    if (CPU_COUNT(&own) >= 2 && first >= 0 && first < 64) {
+        int left = 0, back = 0;
+        uint64_t bit = UINT64_C(1) << first;
+        __atomic_fetch_or(&h->withheld.bits[0], bit, __ATOMIC_RELEASE);
+        for (int tries = 0; tries < 300 && !left; tries++) {
+            cpu_set_t m;
+            CPU_ZERO(&m);
+#pragma omp parallel num_threads(1)
+            sched_getaffinity(0, sizeof m, &m);
+            left = CPU_COUNT(&m) >= 1 && !CPU_ISSET(first, &m);
+            if (!left)
+                usleep(10000);
+        }
+        __atomic_fetch_and(&h->withheld.bits[0], ~bit, __ATOMIC_RELEASE);
+        for (int tries = 0; tries < 300 && !back; tries++) {
+            cpu_set_t m;
+            CPU_ZERO(&m);
+#pragma omp parallel num_threads(1)
+            sched_getaffinity(0, sizeof m, &m);
+            back = CPU_EQUAL(&m, &own);
+            if (!back)
+                usleep(10000);
+        }
+        CHECK(left);
+        CHECK(back);
+    }
     CHECK(threadlab_gomp_managed() == 1);
     CHECK(omp_get_dynamic() == 1);
     CHECK(team1 == 4);

@@ -118,6 +118,23 @@ static void *manager(void *arg)
     return NULL;
 }
 
+/* Polls, 3 s at most, the CPUs a one-thread region's thread may run on
+ * (its VP's) until they are `to` or, with to NULL, until they leave CPU
+ * avoid: 1 when they did. */
+static int region_mask_becomes(const cpu_set_t *to, int avoid)
+{
+    for (int tries = 0; tries < 300; tries++) {
+        cpu_set_t m;
+        CPU_ZERO(&m);
+#pragma omp parallel num_threads(1)
+        sched_getaffinity(0, sizeof m, &m);
+        if (to ? CPU_EQUAL(&m, to) : CPU_COUNT(&m) >= 1 && !CPU_ISSET(avoid, &m))
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
 /* ---- step 2: the allocation changes under a running region ---------------- */
 
 /* Phases: 1 four VPs; 2 allocation 1, followed; 3 changing; 4 allocation
@@ -416,7 +433,7 @@ int main(int argc, char **argv)
         if (CPU_ISSET(c, &own))
             first = c;
     __atomic_store_n(&own_cpu, first, __ATOMIC_RELEASE);
-    int confined = 0, freed = 0;
+    int confined = 0, freed;
     for (int tries = 0; tries < 300 && !confined; tries++) {
         cpu_set_t m[2];
         int n = 0;
@@ -431,15 +448,7 @@ int main(int argc, char **argv)
             usleep(10000);
     }
     __atomic_store_n(&own_cpu, -1, __ATOMIC_RELEASE);
-    for (int tries = 0; tries < 300 && !freed; tries++) {
-        cpu_set_t m;
-        CPU_ZERO(&m);
-#pragma omp parallel num_threads(1)
-        sched_getaffinity(0, sizeof m, &m);
-        freed = CPU_EQUAL(&m, &own);
-        if (!freed)
-            usleep(10000);
-    }
+    freed = region_mask_becomes(&own, -1);
     CHECK(confined);
     CHECK(freed);
 
@@ -448,28 +457,12 @@ int main(int argc, char **argv)
      * epoch stays) is left within a quantum or two, and taken again when
      * it is released (the watcher looks once a quantum) */
     if (CPU_COUNT(&own) >= 2 && first >= 0 && first < 64) {
-        int left = 0, back = 0;
+        int left, back;
         uint64_t bit = UINT64_C(1) << first;
         __atomic_fetch_or(&h->withheld.bits[0], bit, __ATOMIC_RELEASE);
-        for (int tries = 0; tries < 300 && !left; tries++) {
-            cpu_set_t m;
-            CPU_ZERO(&m);
-#pragma omp parallel num_threads(1)
-            sched_getaffinity(0, sizeof m, &m);
-            left = CPU_COUNT(&m) >= 1 && !CPU_ISSET(first, &m);
-            if (!left)
-                usleep(10000);
-        }
+        left = region_mask_becomes(NULL, first);
         __atomic_fetch_and(&h->withheld.bits[0], ~bit, __ATOMIC_RELEASE);
-        for (int tries = 0; tries < 300 && !back; tries++) {
-            cpu_set_t m;
-            CPU_ZERO(&m);
-#pragma omp parallel num_threads(1)
-            sched_getaffinity(0, sizeof m, &m);
-            back = CPU_EQUAL(&m, &own);
-            if (!back)
-                usleep(10000);
-        }
+        back = region_mask_becomes(&own, -1);
         CHECK(left);
         CHECK(back);
     }

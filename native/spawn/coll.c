@@ -1,5 +1,6 @@
 /* coll.c - collectives inside a group of thread tasks (the seed's future
- * work): Barrier, Bcast, Reduce, Allreduce, Gather, Scatter.
+ * work): Barrier, Bcast, Reduce, Allreduce, Gather, Scatter; and Bcast
+ * between a parent and its children (an inter-communicator).
  *
  * They run on the communicator's second context, so they never match the
  * program's own messages, and they are linear through the root: with
@@ -54,32 +55,56 @@ TLSP_EXPORT int MPI_Barrier(MPI_Comm comm)
     return barrier(v);
 }
 
-/* Sends to every other member and waits for all of them. */
+/* Sends to every other member (of the remote group, on an
+ * inter-communicator: all of them) and waits for all of them. */
 static int fan_out(const tlsp_view *v, const void *buf, int count, MPI_Datatype t, MPI_Aint stride, int tag)
 {
-    int n = tlsp_local_size(v);
+    int inter = v->comm->inter;
+    int n = inter ? tlsp_remote_size(v) : tlsp_local_size(v);
     tlsp_req *reqs = tlsp_req_array((size_t)n);
     if (!reqs)
         return MPI_ERR_NO_MEM;
     for (int i = 0; i < n; i++) {
-        if (i == v->rank)
+        if (!inter && i == v->rank)
             continue;
         tlsp_req_init(&reqs[i], TLSP_REQ_SEND, v);
         tlsp_buf b = {(char *)buf + (MPI_Aint)i * stride, count, t};
         tlsp_isend(v, &b, i, tag, 1, &reqs[i]);
     }
     for (int i = 0; i < n; i++)
-        if (i != v->rank)
+        if (inter || i != v->rank)
             tlsp_req_wait(&reqs[i]);
     free(reqs);
     return MPI_SUCCESS;
 }
 
+/* On an inter-communicator (a parent and its spawned children), as MPI
+ * has it: the root passes MPI_ROOT and sends to every member of the other
+ * group, the rest of its group pass MPI_PROC_NULL and take no part, the
+ * other group passes the root's rank in the root's group. */
+static int bcast_inter(const tlsp_view *v, void *buf, int count, MPI_Datatype t, int root)
+{
+    if (root == MPI_PROC_NULL)
+        return MPI_SUCCESS;
+    if (root == MPI_ROOT)
+        return fan_out(v, buf, count, t, 0, TLSP_TAG_BCAST);
+    if (root < 0 || root >= tlsp_remote_size(v))
+        return tlsp_error(v, MPI_ERR_ROOT,
+                          "MPI_Bcast: invalid root %d on an inter-communicator (MPI_ROOT, MPI_PROC_NULL, or a rank "
+                          "of the other group, which has %d members)",
+                          root, tlsp_remote_size(v));
+    return tlsp_recv_wait(v, buf, count, t, root, TLSP_TAG_BCAST, 1, MPI_STATUS_IGNORE);
+}
+
 TLSP_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm)
 {
     VIEW_OR_PASS(comm, "MPI_Bcast", PMPI_Bcast(buf, count, t, root, comm));
-    if (v->comm->inter)
-        return refuse_inter(v, "MPI_Bcast");
+    if (v->comm->inter) {
+        int rc = bcast_inter(v, buf, count, t, root);
+        return rc == MPI_SUCCESS || rc == MPI_ERR_ROOT
+                   ? rc
+                   : tlsp_error(v, rc, "MPI_Bcast failed (the members' counts differ?)");
+    }
     int rc = check_root(v, root, "MPI_Bcast");
     if (rc != MPI_SUCCESS)
         return rc;

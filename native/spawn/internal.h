@@ -411,6 +411,7 @@ struct tlsp_task {
     tlsp_view *world;         /* MPI_COMM_WORLD inside the task */
     tlsp_view *parent;        /* MPI_Comm_get_parent; NULL once freed */
     tlsp_view *self;          /* MPI_COMM_SELF, made on first use */
+    int initialized;          /* it called MPI_Init or MPI_Init_thread (MPI_Initialized, as a process's) */
     int finalized;
     int rank;
 };

@@ -343,6 +343,35 @@ static void phase_merge(MPI_Comm kids)
     MPI_Comm_free(&all);
 }
 
+/* MPI_Bcast over the inter-communicator, both ways: the start (MPI_ROOT)
+ * to every child, a large payload; then child 2 (MPI_ROOT in the
+ * children's group, the others MPI_PROC_NULL) to the start. */
+static void phase_bcast_inter(MPI_Comm kids)
+{
+    int *big = malloc(BIG * sizeof *big);
+    for (int i = 0; i < BIG; i++)
+        big[i] = i % 11;
+    MPI_Bcast(big, BIG, MPI_INT, MPI_ROOT, kids);
+    free(big);
+    int back = 0;
+    MPI_Bcast(&back, 1, MPI_INT, 2, kids);
+    printf("R bcast inter from child 2 value %d\n", back);
+}
+
+static void child_bcast_inter(checker *ck, MPI_Comm parent, int rank)
+{
+    int *big = calloc(BIG, sizeof *big);
+    MPI_Bcast(big, BIG, MPI_INT, 0, parent);
+    long sum = 0;
+    for (int i = 0; i < BIG; i++)
+        sum += big[i];
+    CHECK(ck, sum == 14988 && big[BIG - 1] == (BIG - 1) % 11, "inter-communicator broadcast from the start: sum %ld",
+          sum);
+    free(big);
+    int mine = 700 + rank;
+    MPI_Bcast(&mine, 1, MPI_INT, rank == 2 ? MPI_ROOT : MPI_PROC_NULL, parent);
+}
+
 static int run_start(const char *self)
 {
     checker ck = {0, "start"};
@@ -366,6 +395,7 @@ static int run_start(const char *self)
     phase_collect(kids, "dup", 2);
     phase_derived(kids);
     phase_merge(kids);
+    phase_bcast_inter(kids);
     int nested[3];
     MPI_Recv(nested, 3, MPI_INT, 0, 70, kids, MPI_STATUS_IGNORE);
     printf("R nested value %d\n", nested[0]);
@@ -490,7 +520,7 @@ static void child_names(checker *ck, MPI_Comm parent)
     MPI_Comm_free(&dup);
 }
 
-static int run_child(const char *self, MPI_Comm parent)
+static int run_child(const char *self, MPI_Comm parent, int init_seen)
 {
     int rank, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -498,6 +528,7 @@ static int run_child(const char *self, MPI_Comm parent)
     char who[32];
     snprintf(who, sizeof who, "child %d", rank);
     checker ck = {0, who};
+    CHECK(&ck, init_seen, "MPI_Initialized: not before MPI_Init_thread, then yes");
     /* order */
     await(parent, 1);
     int *buf = calloc(BIG, sizeof *buf);
@@ -581,6 +612,7 @@ static int run_child(const char *self, MPI_Comm parent)
         MPI_Type_free(&vec);
     }
     child_merge(&ck, parent, rank);
+    child_bcast_inter(&ck, parent, rank);
     child_names(&ck, parent);
     /* nested */
     if (rank == 0) {
@@ -973,8 +1005,12 @@ int main(int argc, char **argv)
     const char *role = argc > 1 ? argv[1] : "start";
     if (strcmp(role, "slow") == 0)
         return run_slow();
-    int provided;
+    int provided, initialized_before = -1, initialized_after = -1;
+    /* a child, thread or process, is not initialized before its MPI_Init
+     * (MPICH's test harness calls MPI_Init_thread only then) */
+    MPI_Initialized(&initialized_before);
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Initialized(&initialized_after);
     MPI_Comm parent;
     MPI_Comm_get_parent(&parent);
     int rc;
@@ -1004,7 +1040,7 @@ int main(int argc, char **argv)
             rc = 2;
         }
     } else if (strcmp(role, "child") == 0) {
-        rc = run_child(argv[0], parent);
+        rc = run_child(argv[0], parent, initialized_before == 0 && initialized_after == 1);
     } else if (strcmp(role, "grandchild") == 0) {
         rc = run_grandchild(argv[0], parent);
     } else if (strcmp(role, "great") == 0) {

@@ -253,6 +253,7 @@ def test_validation_is_ready_before_a_point_starts(monkeypatch: pytest.MonkeyPat
     from threadlab.run import runner
 
     schema._validator.cache_clear()
+    schema.prepare.cache_clear()
     summarized: list[int] = []
     real_summarize = stats.summarize
     monkeypatch.setattr(stats, "summarize", lambda samples: summarized.append(len(samples)) or real_summarize(samples))

@@ -338,19 +338,11 @@ TLSP_EXPORT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newi
         int first; /* the group whose members come first */
     } m = {NULL, 0};
     int own = high != 0, other = 0;
-    tlsp_buf hb = {&own, 1, MPI_INT};
+    /* rank 0 to rank 0 of the other group, on the collective context */
     if (v->side == 1 && v->rank == 0) {
-        tlsp_req r;
-        tlsp_req_init(&r, TLSP_REQ_SEND, v);
-        r.sync = 1;
-        tlsp_isend_ep(c->group[0][0], c->ctx + 1, 0, TLSP_TAG_MERGE_HIGH, &hb, &r);
-        tlsp_req_wait(&r);
+        tlsp_send_wait(v, &own, 1, MPI_INT, 0, TLSP_TAG_MERGE_HIGH, 1);
     } else if (v->side == 0 && v->rank == 0) {
-        tlsp_buf ob = {&other, 1, MPI_INT};
-        tlsp_req r;
-        tlsp_req_init(&r, TLSP_REQ_RECV, v);
-        tlsp_irecv_ctx(v->owner, c->ctx + 1, 0, TLSP_TAG_MERGE_HIGH, &ob, &r);
-        tlsp_req_wait(&r);
+        tlsp_recv_wait(v, &other, 1, MPI_INT, 0, TLSP_TAG_MERGE_HIGH, 1, MPI_STATUS_IGNORE);
         m.first = own && !other ? 1 : 0;
         int n = c->size[0] + c->size[1];
         tlsp_endpoint **all = malloc((size_t)n * sizeof *all);

@@ -160,12 +160,18 @@ static void take_locked(tlsp_endpoint *self, tlsp_msg *m, tlsp_req *r)
     }
 }
 
-void tlsp_irecv_ctx(tlsp_endpoint *self, uint32_t ctx, int src, int tag, const tlsp_buf *b, tlsp_req *r)
+/* r receives into b (its capacity: 0 for a buffer MPI would reject). */
+static void set_receive_buffer(tlsp_req *r, const tlsp_buf *b)
 {
     int err = MPI_SUCCESS;
     long cap = tlsp_buf_bytes(b, &err);
     r->rbuf = *b;
     r->cap = cap < 0 ? 0 : (size_t)cap;
+}
+
+void tlsp_irecv_ctx(tlsp_endpoint *self, uint32_t ctx, int src, int tag, const tlsp_buf *b, tlsp_req *r)
+{
+    set_receive_buffer(r, b);
     r->ctx = ctx;
     r->src = src;
     r->tag = tag;
@@ -530,11 +536,18 @@ static int mprobe_call(const char *call, const tlsp_view *v, int src, int tag, i
             *message = MPI_MESSAGE_NO_PROC;
         return rc;
     }
+    int osrc, otag;
+    size_t bytes;
+    /* a poll that finds nothing (MPI_Improbe in a loop) allocates no
+     * handle: it looks first; only the thread that owns the mailbox takes
+     * from it, but a look and the take are two holds of its lock */
+    if (!blocking && !tlsp_probe(v, src, tag, 0, NULL, &osrc, &otag, &bytes)) {
+        *flag = 0;
+        return MPI_SUCCESS;
+    }
     tlsp_req *h = tlsp_req_alloc(TLSP_REQ_MESSAGE, v);
     if (!h)
         return tlsp_error(v, MPI_ERR_NO_MEM, "%s: out of message handles", call);
-    int osrc, otag;
-    size_t bytes;
     tlsp_msg *m = NULL;
     int found = tlsp_probe(v, src, tag, blocking, &m, &osrc, &otag, &bytes);
     if (flag)
@@ -582,11 +595,8 @@ static tlsp_req *message_of(MPI_Message message, int *bad)
  * frees h. */
 static void receive_matched(tlsp_req *h, tlsp_req *r, void *buf, int count, MPI_Datatype type)
 {
-    int err = MPI_SUCCESS;
     tlsp_buf b = {buf, count, type};
-    long cap = tlsp_buf_bytes(&b, &err);
-    r->rbuf = b;
-    r->cap = cap < 0 ? 0 : (size_t)cap;
+    set_receive_buffer(r, &b);
     tlsp_endpoint *self = h->matched_ep;
     tlsp_msg *m = h->matched;
     tlsp_req_free(h);

@@ -62,6 +62,7 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(schema)
 
 
+@lru_cache(maxsize=1)
 def prepare() -> None:
     """Does validation's one-time work now: jsonschema's import and the
     validator's construction, and the imports of the samples' summary
@@ -70,7 +71,7 @@ def prepare() -> None:
     the measurements the point was still running (on 2 CPUs, a sample of
     the shim's regions in omp.region.overhead took up to 200 times its
     median, and the private manager, seeing the load, once gave a team of
-    1)."""
+    1).  Once per process (a harness calls it before every point)."""
     _validator()
     stats.summarize([1.0, 2.0, 3.0])
 

@@ -244,12 +244,15 @@ def test_launch_environments_of_the_libgomp_baselines(monkeypatch: pytest.Monkey
 
 
 def _cell(app: str, baseline: str, degree: int, turnarounds: list[float], dedicated: bool = False,
-          cpus: int = 2) -> multiprog.Cell:
+          cpus: int = 2, cpu_s: float | None = None) -> multiprog.Cell:
+    """A cell whose experiments had these turnarounds; each instance took
+    cpu_s of CPU time (default: its turnaround)."""
     cell = multiprog.Cell(0, app, baseline, degree, cpus, dedicated)
     for t in turnarounds:
         instances = [multiprog.Instance(t, 0, True, {"verified": True, "teams": {"2": 3, "1": 1}, "regions": 4,
                                                       "time_s": t / 2, "managed": baseline == "rm" or None,
-                                                      "quantity": "zeta", "tolerance": 1e-9}, 10, 20)
+                                                      "quantity": "zeta", "tolerance": 1e-9}, 10, 20,
+                                        cpu_s=t if cpu_s is None else cpu_s)
                      for _ in range(degree)]
         if degree > 1:
             instances[-1].turnaround_s = t * 2  # one slower instance: mean and max differ
@@ -287,7 +290,8 @@ def test_records_are_valid_and_carry_every_measure() -> None:
     assert extra["teams"] == "1:12,2:36"  # 4 instances x 3 experiments x {2: 3, 1: 1}
     assert {c["name"]: c["ok"] for c in turnaround["checks"]} == {"verified": True, "managed": True}
     dedicated = [r for r in records if r["params"].get("mode") == "dedicated"]
-    assert {r["metric"] for r in dedicated} == {"time", "csw_voluntary", "csw_involuntary"}
+    assert by_metric["cpu"]["samples"] == pytest.approx([4.0, 5.0, 6.0]) and by_metric["cpu"]["unit"] == "s"
+    assert {r["metric"] for r in dedicated} == {"time", "csw_voluntary", "csw_involuntary", "cpu"}
     assert {r["params"]["threads"] for r in dedicated} == {"1", "2"}
 
 
@@ -318,21 +322,25 @@ def test_tables_render(capsys: pytest.CaptureFixture[str]) -> None:
     console = Console(width=200, force_terminal=False)
     tables_multiprog.render(console, _records(), title="Study multiprog, run 1")
     out = capsys.readouterr().out
-    for text in ("the seed's Table 1", "the seed's Table 2", "Against plain libgomp", "cg: context switches"):
+    for text in ("the seed's Table 1", "the seed's Table 2", "Against plain libgomp",
+                 "cg: CPU time (user + system) and context switches"):
         assert text in out
     assert "0.500 [" in out  # rm/gomp at k=4
     assert "6.25 s [" in out and "12.5 s [" in out
 
 
-def _scenario_cell(name: str, baseline: str, per_entry: list[list[float]]) -> multiprog.Cell:
+def _scenario_cell(name: str, baseline: str, per_entry: list[list[float]],
+                   cpu: list[float] | None = None) -> multiprog.Cell:
     """A scenario cell whose experiments had these turnarounds (one list
-    per program, one value per experiment)."""
+    per program, one value per experiment); program i took cpu[i] of CPU
+    time in each (default: none recorded)."""
     sc = multiprog.scenario(name, "small")
     cell = multiprog.Cell(0, name, baseline, len(sc.entries), 2, False, scenario=sc)
     for turnarounds in zip(*per_entry):
         instances = [multiprog.Instance(t, 0 if sc.measured(i) else -9, sc.measured(i),
                                         {"verified": True, "managed": baseline == "rm" or None, "shim_state": 2,
-                                         "quantity": "x", "tolerance": 1e-9} if sc.measured(i) else {}, 1, 1)
+                                         "quantity": "x", "tolerance": 1e-9} if sc.measured(i) else {}, 1, 1,
+                                        cpu_s=cpu[i] if cpu else None)
                      for i, t in enumerate(turnarounds)]
         measured = [sc.measured(i) for i in range(len(instances))]
         multiprog.record_experiment(cell, multiprog.Experiment("ok", None, instances, max(turnarounds), measured,
@@ -739,3 +747,53 @@ def test_ult_against_rm_target_rows_and_table(capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert "OpenMP on user-level threads against the shim" in out
     assert "ep k=2" in out and "not met" in out and " met" in out
+
+
+def test_shared_floor_is_egalitarian_processor_sharing() -> None:
+    floor = tables_multiprog.shared_floor
+    assert floor([(0.0, 1.0)], 2) == pytest.approx([0.5])  # alone: perfect speedup on both CPUs
+    assert floor([(0.0, 1.0)] * 2, 2) == pytest.approx([1.0, 1.0])  # k * W / N
+    assert floor([(0.0, 1.0)] * 3, 2) == pytest.approx([1.5, 1.5, 1.5])
+    # The late arrival: CG (0.1 CPU s) alone for 0.03 s at 2 CPUs (0.06 done), then 1 CPU each until CG
+    # ends at 0.07; EP (0.6) did 0.04 by then and runs its 0.56 left on both CPUs: ends at 0.35.
+    assert floor([(0.0, 0.1), (0.03, 0.6)], 2) == pytest.approx([0.07, 0.32])
+    assert floor([(0.0, 0.2), (1.0, 0.2)], 2) == pytest.approx([0.1, 0.1])  # an idle gap between them
+    # 1 CPU each until the shorter ends at 0.1 s; the longer then has 0.2 left on both CPUs
+    assert floor([(0.0, 0.3), (0.0, 0.1)], 2) == pytest.approx([0.2, 0.1])
+
+
+def test_the_ult_target_against_the_floor(capsys: pytest.CaptureFixture[str]) -> None:
+    # EP: each instance took 1.5 CPU s, so two on 2 CPUs cannot end before 1.5 s; rm's mean is 1.65 s
+    # (_cell: one instance of two takes twice as long) and "15% lower" asks for 1.40: out of reach.
+    # CG's work (0.5) leaves it reachable.  The late
+    # arrival: CG 0.1 and EP 0.6 CPU s (the least over rm and ult) -> floor (0.07 + 0.32) / 2 = 0.195,
+    # above 0.85 x rm's 0.205.
+    plan = multiprog.make_plan(program=FAKE, apps=["ep", "cg"], baselines=["rm", "ult"], degrees=[2], runs=3,
+                               seed=1, cpus=[0, 1], size="small")
+    cells = [
+        _cell("ep", "rm", 2, [1.0, 1.1, 1.2], cpu_s=1.55), _cell("ep", "ult", 2, [1.0, 1.1, 1.2], cpu_s=1.5),
+        _cell("cg", "rm", 2, [1.0, 1.1, 1.2], cpu_s=0.5), _cell("cg", "ult", 2, [1.1, 1.21, 1.32], cpu_s=0.6),
+        _scenario_cell("late", "rm", [[0.08, 0.08], [0.33, 0.33]], cpu=[0.1, 0.7]),
+        _scenario_cell("late", "ult", [[0.08, 0.08], [0.33, 0.33]], cpu=[0.12, 0.6]),
+        _scenario_cell("kill", "rm", [[9.0, 9.0], [2.0, 2.0]], cpu=[1.0, 1.0]),
+        _scenario_cell("kill", "ult", [[9.0, 9.0], [2.0, 2.0]], cpu=[1.0, 1.0]),
+    ]
+    records = [record for cell in cells for record in multiprog.cell_records(cell, plan)]
+    late_rm = {r["metric"]: r for r in records if r["params"].get("scenario") == "late" and r["model"] == "rm"}
+    assert late_rm["cpu.0.cg"]["samples"] == [0.1, 0.1] and late_rm["cpu.1.ep"]["samples"] == [0.7, 0.7]
+    targets = {(t.kernel, t.scenario): t for t in tables_multiprog.ult_targets(tables_multiprog.collect(records))}
+    ep, cg, late = targets[("ep", None)], targets[("cg", None)], targets[(None, "late")]
+    assert ep.floor == pytest.approx(1.5) and ep.rm_mean == pytest.approx(1.65)
+    assert ep.reachable is False and not ep.met
+    assert cg.floor == pytest.approx(0.5) and cg.reachable is True
+    assert late.floor == pytest.approx((0.07 + 0.32) / 2) and late.reachable is False
+    assert targets[(None, "kill")].floor is None and targets[(None, "kill")].reachable is None  # one killed
+    rows = tables_multiprog.summary_rows(records)
+    ep_ult = next(r for r in rows if r.get("kernel") == "ep" and r["baseline"] == "ult")
+    assert ep_ult["floor_s"] == pytest.approx(1.5) and ep_ult["ult_target_reachable"] is False
+    from rich.console import Console
+
+    tables_multiprog.render(Console(width=300, force_terminal=False), records, title="ult")
+    out = capsys.readouterr().out
+    assert "no: the bound is below the floor" in out and "rm / floor" in out
+    assert "1.100" in out  # EP: rm's 1.65 s against the floor's 1.5 s

@@ -249,6 +249,7 @@ class Instance:
     voluntary: int
     involuntary: int
     stderr: str | None = None
+    cpu_s: float | None = None  # user + system time of all its threads (wait4's rusage)
 
 
 @dataclass
@@ -266,6 +267,7 @@ class Cell:
     makespan: list[float] = field(default_factory=list)
     voluntary: list[float] = field(default_factory=list)
     involuntary: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # mean CPU time per instance, one per experiment
     instance_turnarounds: list[float] = field(default_factory=list)
     teams: dict[int, int] = field(default_factory=dict)
     regions: list[int] = field(default_factory=list)
@@ -275,6 +277,7 @@ class Cell:
     shim_states: list[int | None] = field(default_factory=list)
     scenario: Scenario | None = None
     entry_turnarounds: dict[int, list[float]] = field(default_factory=dict)  # entry -> one per experiment
+    entry_cpu: dict[int, list[float]] = field(default_factory=dict)  # entry -> one per experiment
     faults_applied: int = 0
     wrong: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
@@ -533,6 +536,7 @@ class _Child:
             verified=status == 0 and data.get("verified") is True, data=data,
             voluntary=int(rusage.ru_nvcsw), involuntary=int(rusage.ru_nivcsw),
             stderr=process.last_line(self.stderr_path.read_text(errors="replace")),
+            cpu_s=float(rusage.ru_utime + rusage.ru_stime),
         )
 
 
@@ -704,9 +708,14 @@ def record_experiment(cell: Cell, experiment: Experiment) -> None:
     cell.makespan.append(experiment.makespan_s)
     cell.voluntary.append(sum(i.voluntary for i in instances) / len(instances))
     cell.involuntary.append(sum(i.involuntary for i in instances) / len(instances))
+    cpu = [i.cpu_s for i in instances if i.cpu_s is not None]
+    if len(cpu) == len(instances):
+        cell.cpu.append(sum(cpu) / len(cpu))
     for index, (instance, counts) in enumerate(zip(experiment.instances, measured)):
         if counts:
             cell.entry_turnarounds.setdefault(index, []).append(instance.turnaround_s)
+            if instance.cpu_s is not None:
+                cell.entry_cpu.setdefault(index, []).append(instance.cpu_s)
     for instance in instances:
         for size, count in (instance.data.get("teams") or {}).items():
             if str(size).isdigit() and isinstance(count, int):
@@ -751,11 +760,14 @@ METRICS: dict[str, tuple[str, str, str]] = {
                       "mean of the workload, one sample per experiment", "voluntary"),
     "csw_involuntary": ("switches", "involuntary context switches (preemptions) per instance (wait4 rusage, all "
                         "its threads), mean of the workload, one sample per experiment", "involuntary"),
+    "cpu": ("s", "CPU time (user + system, wait4 rusage, all its threads) per instance, mean of the workload, one "
+            "sample per experiment", "cpu"),
 }
 DEDICATED_METRICS: dict[str, tuple[str, str, str]] = {
     "time": ("s", DEDICATED_QUANTITY, "mean_turnaround"),
     "csw_voluntary": METRICS["csw_voluntary"][:2] + ("voluntary",),
     "csw_involuntary": METRICS["csw_involuntary"][:2] + ("involuntary",),
+    "cpu": METRICS["cpu"],
 }
 
 
@@ -854,12 +866,16 @@ def cell_records(cell: Cell, plan: Plan) -> list[dict[str, Any]]:
     specs = DEDICATED_METRICS if cell.dedicated else METRICS
     series = [(metric, unit, quantity, getattr(cell, attribute))
               for metric, (unit, quantity, attribute) in specs.items()]
-    if cell.scenario:  # each program's own turnaround (the late arrival's table needs EP's and CG's)
+    if cell.scenario:  # each program's own turnaround (the late arrival's table needs EP's and CG's) and CPU time
         for index, entry in enumerate(cell.scenario.entries):
             if cell.scenario.measured(index):
                 series.append((f"turnaround.{index}.{entry.kernel}", "s",
                                f"turnaround of program {index} ({entry.kernel}, started at {entry.at_s:g} s), "
                                "one sample per experiment", cell.entry_turnarounds.get(index, [])))
+                if index in cell.entry_cpu:
+                    series.append((f"cpu.{index}.{entry.kernel}", "s",
+                                   f"CPU time (user + system, wait4 rusage) of program {index} ({entry.kernel}, "
+                                   f"started at {entry.at_s:g} s), one sample per experiment", cell.entry_cpu[index]))
     for metric, unit, quantity, values in series:
         record = new_record(
             BENCHMARK_PREFIX + cell.app, cell.baseline, metric=metric, params=_params(cell, plan),

@@ -27,16 +27,18 @@ they never reach below zero.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from rich.console import Console
 from rich.text import Text
 
 from threadlab.analysis import stats
 from threadlab.output.table import Footnotes
+from threadlab.output.units import format_value
 from threadlab.study.cells import mean_cell, print_titled as _print, speedup_cell
-from threadlab.study.multiprog import APPS, BASELINES, BENCHMARK_PREFIX, COMPETITORS, SCENARIOS
+from threadlab.study.multiprog import APPS, BASELINES, BENCHMARK_PREFIX, COMPETITORS, SCENARIOS, scenario
 
 # Issue 14's target for ult against rm (libthreadlab-gomp against the shim,
 # both under the manager): mean turnaround at least ULT_LONG_GAIN lower in
@@ -158,11 +160,84 @@ def late_gaps(data: MultiprogData) -> list[LateGap]:
     return gaps
 
 
+def shared_floor(programs: Sequence[tuple[float, float]], cpus: int) -> list[float]:
+    """The turnarounds of programs (start s, work in CPU seconds) if each
+    had perfect speedup and the CPUs were shared equally among the programs
+    present at every instant (egalitarian processor sharing: what a manager
+    giving equal shares allows at best, whatever the runtime).  k programs
+    of work W started together all take k * W / cpus."""
+    remaining = [work for _, work in programs]
+    ends: list[float | None] = [None] * len(programs)
+    pending = sorted(range(len(programs)), key=lambda i: programs[i][0])
+    active: list[int] = []
+    now = 0.0
+    while pending or active:
+        arrival = programs[pending[0]][0] if pending else float("inf")
+        if not active:
+            now = arrival
+        else:
+            rate = cpus / len(active)
+            finish = now + min(remaining[i] for i in active) / rate
+            step = min(arrival, finish) - now
+            for i in active:
+                remaining[i] -= rate * step
+            now += step
+            for i in [i for i in active if remaining[i] <= 1e-12 * max(1.0, programs[i][1])]:
+                active.remove(i)
+                ends[i] = now
+        while pending and programs[pending[0]][0] <= now:
+            active.append(pending.pop(0))
+    return [end - start for end, (start, _) in zip(ends, programs) if end is not None]
+
+
+def _least_mean(records: Sequence[Mapping[str, Any] | None]) -> float | None:
+    means = [m for r in records if (m := _mean(r)) is not None and m > 0]
+    return min(means) if means else None
+
+
+def _cpus(record: Mapping[str, Any]) -> int | None:
+    used = (record.get("extra") or {}).get("cpus_used")
+    return int(used) if isinstance(used, (int, float)) and used > 0 else None
+
+
+def workload_floor(data: MultiprogData, app: str, degree: int, cpus: int) -> float | None:
+    """The floor of the mean turnaround of k instances of `app` started
+    together (shared_floor), from the least CPU time an instance of it took
+    in this run (any baseline, degree or dedicated run): None without CPU
+    times (runs before they were recorded)."""
+    work = _least_mean([r for (metric, a, _, _), r in {**data.workloads, **data.dedicated}.items()
+                        if metric == "cpu" and a == app])
+    return None if work is None else sum(shared_floor([(0.0, work)] * degree, cpus)) / degree
+
+
+def scenario_floor(data: MultiprogData, name: str, cpus: int) -> float | None:
+    """The floor of a scenario's mean turnaround (shared_floor, the
+    programs at their start offsets), each program's work the least CPU time
+    it took under any baseline of this run; None when a program's CPU time
+    is missing (the SIGKILLed one of `kill`)."""
+    record = next((r for b in data.baselines if (r := data.scenario("turnaround", name, b)) is not None), None)
+    if record is None:
+        return None
+    try:
+        entries = scenario(name, str(record["params"].get("size"))).entries
+    except ValueError:
+        return None
+    programs = []
+    for index, entry in enumerate(entries):
+        work = _least_mean([data.scenario(f"cpu.{index}.{entry.kernel}", name, b) for b in data.baselines])
+        if work is None:
+            return None
+        programs.append((entry.at_s, work))
+    turnarounds = shared_floor(programs, cpus)
+    return sum(turnarounds) / len(turnarounds)
+
+
 @dataclass
 class UltTarget:
     """ult against rm in one workload (kernel, degree) or scenario: the
-    ratio of mean turnarounds with its 95% Fieller interval, and the
-    target's bound on the ratio."""
+    ratio of mean turnarounds with its 95% Fieller interval, the target's
+    bound on the ratio, and the floor no runtime under the manager's equal
+    shares goes below (None when CPU times were not recorded)."""
 
     kernel: str | None
     degree: int | None
@@ -171,6 +246,8 @@ class UltTarget:
     low: float | None
     high: float | None
     bound: float
+    rm_mean: float = 0.0
+    floor: float | None = None
 
     @property
     def long_regions(self) -> bool:
@@ -179,6 +256,12 @@ class UltTarget:
     @property
     def met(self) -> bool:
         return self.ratio <= self.bound
+
+    @property
+    def reachable(self) -> bool | None:
+        """Whether the bound lies above the floor: below it, no runtime
+        meets the target under this manager on this machine."""
+        return None if self.floor is None else self.bound * self.rm_mean >= self.floor
 
     @property
     def target_text(self) -> str:
@@ -190,23 +273,26 @@ def ult_targets(data: MultiprogData) -> list[UltTarget]:
     is 1 - ULT_LONG_GAIN for EP's workloads and the late arrival, else 1."""
     targets = []
 
-    def add(ult: Mapping[str, Any] | None, rm: Mapping[str, Any] | None, long: bool, **where: Any) -> None:
+    def add(ult: Mapping[str, Any] | None, rm: Mapping[str, Any] | None, long: bool,
+            floor: Callable[[int], float | None], **where: Any) -> None:
         if not (ult and rm and ult["status"] == "ok" and rm["status"] == "ok" and ult["samples"] and rm["samples"]):
             return
         ratio, interval = stats.ratio_of_means(ult["samples"], rm["samples"])
         if ratio is None:
             return
+        cpus = _cpus(rm)
         targets.append(UltTarget(where.get("kernel"), where.get("degree"), where.get("scenario"), ratio,
                                  interval.low if interval else None, interval.high if interval else None,
-                                 1.0 - ULT_LONG_GAIN if long else 1.0))
+                                 1.0 - ULT_LONG_GAIN if long else 1.0, rm_mean=_mean(rm) or 0.0,
+                                 floor=floor(cpus) if cpus else None))
 
     for app in data.apps:
         for k in data.degrees:
-            add(data.get("turnaround", app, "ult", k), data.get("turnaround", app, "rm", k),
-                app in ULT_LONG_KERNELS, kernel=app, degree=k)
+            add(data.get("turnaround", app, "ult", k), data.get("turnaround", app, "rm", k), app in ULT_LONG_KERNELS,
+                functools.partial(workload_floor, data, app, k), kernel=app, degree=k)
     for name in data.scenarios:
         add(data.scenario("turnaround", name, "ult"), data.scenario("turnaround", name, "rm"),
-            name in ULT_LONG_SCENARIOS, scenario=name)
+            name in ULT_LONG_SCENARIOS, functools.partial(scenario_floor, data, name), scenario=name)
     return targets
 
 
@@ -217,13 +303,19 @@ def _render_ult_targets(console: Console, data: MultiprogData) -> None:
     rows = []
     for t in targets:
         interval = f" [{t.low:.3f}, {t.high:.3f}]" if t.low is not None and t.high is not None else ""
+        reach = "—" if t.reachable is None else "yes" if t.reachable else "no: the bound is below the floor"
         rows.append([t.scenario or f"{t.kernel} k={t.degree}", f"{t.ratio:.3f}{interval}",
-                     f"{t.target_text} (≤ {t.bound:.2f})", "met" if t.met else "not met"])
+                     f"{t.target_text} (≤ {t.bound:.2f})", "met" if t.met else "not met",
+                     format_value(t.floor, "s"), f"{t.rm_mean / t.floor:.3f}" if t.floor else "—", reach])
     _print(console, "OpenMP on user-level threads against the shim, both under the manager: ult's mean turnaround "
            f"/ rm's [95% Fieller interval] (below 1: ult is faster); the target (issue 14): at least "
            f"{ULT_LONG_GAIN:.0%} lower with long regions ({', '.join(ULT_LONG_KERNELS)}) and in the late arrival, "
-           "no worse elsewhere; met or not as measured here (the point estimate against the bound)",
-           [("workload", "left"), ("ult / rm", "right"), ("target", "left"), ("measured", "left")], rows)
+           "no worse elsewhere; met or not as measured here (the point estimate against the bound). The floor: the "
+           "mean turnaround if every program had perfect speedup and the CPUs were shared equally among the programs "
+           "present, each program's work the least CPU time it took in this run; no runtime goes below it under a "
+           "manager that shares equally, so a target whose bound (bound x rm) lies below it is out of reach here",
+           [("workload", "left"), ("ult / rm", "right"), ("target", "left"), ("measured", "left"),
+            ("floor", "right"), ("rm / floor", "right"), ("reachable", "left")], rows)
     console.print()
 
 
@@ -302,7 +394,8 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
                     speedup_cell(turnaround, alone, notes) if alone else "—",
                     speedup_cell(turnaround, alone, notes, per=float(k)) if alone else "—",
                 ])
-                behaviour.append([b, str(k), _count_cell(data.get("csw_voluntary", app, b, k)),
+                behaviour.append([b, str(k), format_value(_mean(data.get("cpu", app, b, k)), "s"),
+                                  _count_cell(data.get("csw_voluntary", app, b, k)),
                                   _count_cell(data.get("csw_involuntary", app, b, k)), _teams(turnaround)])
         reference = ("the dedicated gomp run on every CPU" if data.cpus and alone is not None
                      and alone["params"].get("mode") == "dedicated" else "gomp at degree 1")
@@ -312,10 +405,10 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
                [("baseline", "left"), ("k", "right"), ("turnaround", "right"), ("max turnaround", "right"),
                 ("makespan", "right"), ("slowdown", "right"), ("per degree", "right")], rows, notes.texts)
         console.print()
-        _print(console, f"{app}: context switches per instance (wait4 rusage, mean of the experiments) and team "
-               "sizes (mean over all parallel regions, (smallest-largest))",
-               [("baseline", "left"), ("k", "right"), ("voluntary", "right"), ("involuntary", "right"),
-                ("team", "right")], behaviour)
+        _print(console, f"{app}: CPU time (user + system) and context switches per instance (wait4 rusage, mean "
+               "of the experiments) and team sizes (mean over all parallel regions, (smallest-largest))",
+               [("baseline", "left"), ("k", "right"), ("CPU time", "right"), ("voluntary", "right"),
+                ("involuntary", "right"), ("team", "right")], behaviour)
         console.print()
     console.file.flush()
 
@@ -405,7 +498,8 @@ def summary_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             same = (row.get("scenario") == target.scenario if target.scenario
                     else row.get("kernel") == target.kernel and row.get("degree") == target.degree)
             if same and row["baseline"] == "ult":
-                row.update(ratio_to_rm=target.ratio, ult_target_ratio=target.bound, ult_target_met=target.met)
+                row.update(ratio_to_rm=target.ratio, ult_target_ratio=target.bound, ult_target_met=target.met,
+                           floor_s=target.floor, ult_target_reachable=target.reachable)
     for gap in late_gaps(data):
         for row in rows:
             if row.get("scenario") == "late" and row["baseline"] == gap.baseline:

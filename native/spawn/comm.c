@@ -92,7 +92,7 @@ tlsp_view *tlsp_view_lookup(MPI_Comm c, int *bad)
     *bad = 0;
     if (tlsp_is_comm_handle(c)) {
         tlsp_view *v = tlsp_slot_get(TLSP_TABLE_COMM, tlsp_comm_index(c));
-        if (!v || v->owner != tlsp_self_ep) {
+        if (!v || v->owner != tlsp_self()) {
             *bad = 1;
             return NULL;
         }
@@ -199,7 +199,7 @@ TLSP_EXPORT int MPI_Abort(MPI_Comm comm, int code)
 static int free_view(MPI_Comm *comm, const char *call)
 {
     tlsp_view *v = tlsp_slot_get(TLSP_TABLE_COMM, tlsp_comm_index(*comm));
-    if (!v || v->owner != tlsp_self_ep)
+    if (!v || v->owner != tlsp_self())
         return tlsp_bad_comm(*comm, call);
     tlsp_task *t = tlsp_self_task;
     if (t && (v == t->world || v == t->self))

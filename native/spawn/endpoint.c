@@ -17,18 +17,25 @@
 
 TLSP_TLS tlsp_endpoint *tlsp_self_ep;
 TLSP_TLS tlsp_task *tlsp_self_task;
+TLSP_TLS int tlsp_self_main;
 
-/* A thread that is no task drops its endpoint when it exits. */
+/* The mailbox of the process: its threads that belong to no task share it
+ * (a process's threads are one MPI rank: a communicator one of them got,
+ * by a spawn, serves the others, as in MPICH's threads/spawn/multispawn).
+ * It lives as long as the process. */
+static tlsp_endpoint *process_ep;
+static pthread_once_t process_once = PTHREAD_ONCE_INIT;
+
+/* A thread that is no task's own flushes its cache of handle slots when
+ * it exits. */
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
 static void thread_exit(void *arg)
 {
-    tlsp_endpoint *ep = arg;
+    (void)arg;
     tlsp_slot_flush();
-    if (ep && tlsp_self_ep == ep)
-        tlsp_self_ep = NULL;
-    tlsp_endpoint_unref(ep);
+    tlsp_self_ep = NULL;
 }
 
 static void make_key(void)
@@ -58,15 +65,24 @@ tlsp_endpoint *tlsp_endpoint_new(tlsp_task *task)
     return ep;
 }
 
-tlsp_endpoint *tlsp_self(void)
+static void make_process_ep(void)
 {
-    tlsp_endpoint *ep = tlsp_self_ep;
-    if (TLSP_LIKELY(ep))
-        return ep;
-    ep = tlsp_endpoint_new(NULL);
-    if (!ep) {
-        tlsp_note("out of memory for a thread's mailbox");
+    process_ep = tlsp_endpoint_new(NULL);
+    if (!process_ep) {
+        tlsp_note("out of memory for the process's mailbox");
         abort();
+    }
+}
+
+tlsp_endpoint *tlsp_self_slow(void)
+{
+    tlsp_endpoint *ep;
+    /* a thread started from a task's (task.c) knows only its task so far */
+    if (tlsp_self_task) {
+        ep = tlsp_self_task->ep;
+    } else {
+        pthread_once(&process_once, make_process_ep);
+        ep = process_ep;
     }
     pthread_once(&exit_once, make_key);
     pthread_setspecific(exit_key, ep);

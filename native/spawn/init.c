@@ -97,7 +97,7 @@ TLSP_EXPORT int MPI_Query_thread(int *provided)
 TLSP_EXPORT int MPI_Is_thread_main(int *flag)
 {
     if (tlsp_self_task) {
-        *flag = 1;
+        *flag = tlsp_self_main;
         return MPI_SUCCESS;
     }
     return PMPI_Is_thread_main(flag);

@@ -127,15 +127,16 @@ struct tlsp_endpoint {
     _Atomic uint32_t queued;  /* +1 at every message queued: what a probing owner spins on */
     _Atomic uint32_t arrivals; /* futex word of a probing owner */
     tlsp_coloc coloc;         /* the owner's spin in MPI_Probe */
-    uint16_t probing;         /* under lock: the owner sleeps in MPI_Probe */
+    uint16_t probing;         /* under lock: threads asleep in MPI_Probe on it */
     uint16_t pooled;          /* under lock: blocks in pool */
     tlsp_req *posted_head;    /* posted receives, in posting order */
     tlsp_req **posted_tail;
     tlsp_msg *unexp_head;     /* messages no posted receive took, in arrival order */
     tlsp_msg **unexp_tail;
-    tlsp_msg *pool;           /* under lock: free blocks for small messages to this thread */
-    _Alignas(64) _Atomic int refs; /* its thread (while alive) + comm memberships */
-    tlsp_task *task;          /* NULL for a thread that is no task */
+    tlsp_msg *pool;           /* under lock: free blocks for small messages to this mailbox */
+    _Alignas(64) _Atomic int refs; /* its task's thread (while it runs; for good once the task started a
+                                    * thread) + comm memberships */
+    tlsp_task *task;          /* NULL: the process's, shared by its threads that belong to no task */
 };
 _Static_assert(offsetof(tlsp_endpoint, refs) == 64, "a mailbox's first line: what every message touches");
 
@@ -157,15 +158,29 @@ static inline void tlsp_ep_unlock(tlsp_endpoint *ep)
     tl_word_unlock(&ep->lock, tlsp_ep_wake_locker, NULL);
 }
 
-/* The calling thread's endpoint, created on first use (a thread that is no
- * task gets one that lives until it exits). */
-tlsp_endpoint *tlsp_self(void);
+/* tlsp_self's first call in a thread. */
+tlsp_endpoint *tlsp_self_slow(void);
 tlsp_endpoint *tlsp_endpoint_new(tlsp_task *task);
 void tlsp_endpoint_ref(tlsp_endpoint *ep);
 void tlsp_endpoint_unref(tlsp_endpoint *ep);
 
 extern TLSP_TLS tlsp_endpoint *tlsp_self_ep;
+/* The task the calling thread belongs to: set in the task's own thread
+ * and in every thread started from one of the task's threads (an OpenMP
+ * team, a pthread), as a process's threads belong to its rank. */
 extern TLSP_TLS tlsp_task *tlsp_self_task;
+/* 1 in a task's own thread, the one that runs its main. */
+extern TLSP_TLS int tlsp_self_main;
+
+/* The calling thread's endpoint: its task's (the task's own thread and
+ * the threads it started), else the process's, made on first use and
+ * shared by every thread that belongs to no task, as an MPI process's
+ * threads share its rank. */
+static inline tlsp_endpoint *tlsp_self(void)
+{
+    tlsp_endpoint *ep = tlsp_self_ep;
+    return TLSP_LIKELY(ep) ? ep : tlsp_self_slow();
+}
 
 /* -------------------------------------------------------------- requests */
 
@@ -414,6 +429,8 @@ struct tlsp_task {
     int initialized;          /* it called MPI_Init or MPI_Init_thread (MPI_Initialized, as a process's) */
     int finalized;
     int rank;
+    int kept;            /* under the tasks' lock: it started a thread, and lives until the process ends */
+    tlsp_task *kept_next;
 };
 
 typedef int (*tlsp_main_fn)(int, char **, char **);

@@ -113,8 +113,8 @@ enum { PARK_COUNTED = 1, PARK_SLOT = 2 };
 
 int tlsp_park(void)
 {
-    if (!tlsp_self_task)
-        return 0; /* a thread that is no task holds no slot */
+    if (!tlsp_self_main)
+        return 0; /* a thread that is no task's own holds no slot */
     atomic_fetch_add_explicit(&tlsp_count.parked, 1, memory_order_relaxed);
     if (tlsp_cfg.limit_counts != TL_SPAWN_COUNTS_RUNNABLE)
         return PARK_COUNTED;

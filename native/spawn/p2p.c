@@ -39,7 +39,8 @@ static void deliver(tlsp_req *r, int src, int tag, const tlsp_buf *from, size_t 
     tlsp_req_complete(r);
 }
 
-/* Under dest->lock: queue m, and note whether its owner sleeps in a probe. */
+/* Under dest->lock: queue m, and note whether a thread sleeps in a probe
+ * on dest (all of them are woken: each looks for its own message). */
 static int enqueue_locked(tlsp_endpoint *dest, tlsp_msg *m)
 {
     m->next = NULL;
@@ -99,7 +100,7 @@ void tlsp_isend_ep(tlsp_endpoint *dest, uint32_t ctx, int src, int tag, const tl
                 wake = enqueue_locked(dest, m);
                 tlsp_ep_unlock(dest);
                 if (wake)
-                    tl_rm_futex_wake((uint32_t *)&dest->arrivals, 1);
+                    tl_rm_futex_wake((uint32_t *)&dest->arrivals, INT_MAX);
                 tlsp_req_complete(s);
                 return;
             }
@@ -115,7 +116,7 @@ void tlsp_isend_ep(tlsp_endpoint *dest, uint32_t ctx, int src, int tag, const tl
     wake = enqueue_locked(dest, &s->msg);
     tlsp_ep_unlock(dest);
     if (wake)
-        tl_rm_futex_wake((uint32_t *)&dest->arrivals, 1);
+        tl_rm_futex_wake((uint32_t *)&dest->arrivals, INT_MAX);
 }
 
 /* Under self->lock: takes m, which *pp points to, out of the queue. */
@@ -255,16 +256,19 @@ int tlsp_probe(const tlsp_view *v, int src, int tag, int blocking, tlsp_msg **ta
 {
     tlsp_endpoint *ep = v->owner;
     uint32_t ctx = v->comm->ctx;
-    int spun = 0;
+    int spun = 0, slept = 0;
     for (;;) {
         uint32_t queued = atomic_load_explicit(&ep->queued, memory_order_acquire);
         tlsp_ep_lock(ep);
+        if (slept) {
+            ep->probing--;
+            slept = 0;
+        }
         for (tlsp_msg **pp = &ep->unexp_head, *m = *pp; m; pp = &m->next, m = m->next)
             if (matches(ctx, src, tag, m->ctx, m->src, m->tag)) {
                 *out_src = m->src;
                 *out_tag = m->tag;
                 *out_bytes = m->bytes;
-                ep->probing = 0;
                 if (take) {
                     unlink_locked(ep, pp, m);
                     *take = m;
@@ -284,13 +288,14 @@ int tlsp_probe(const tlsp_view *v, int src, int tag, int blocking, tlsp_msg **ta
             continue;
         }
         uint32_t seen = atomic_load_explicit(&ep->arrivals, memory_order_acquire);
-        ep->probing = 1;
+        ep->probing++;
         tlsp_ep_unlock(ep);
         int park = tlsp_park();
         tl_rm_futex_wait((uint32_t *)&ep->arrivals, seen, UINT64_C(1000000000));
         tlsp_unpark(park);
         tlsp_slept();
         spun = 0;
+        slept = 1;
     }
 }
 

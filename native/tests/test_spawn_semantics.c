@@ -37,7 +37,10 @@
  * library only (thread tasks): exit() in a task ends the task; a call the
  * library does not implement on its communicators fails with an error
  * naming it; a handle used by the wrong task is caught; fatal errors in
- * several tasks at once end the job by one abort.
+ * several tasks at once end the job by one abort.  `threads`: the
+ * threads of one MPI rank, of the start and of its tasks, share it (two
+ * threads spawn, the main thread uses both inter-communicators; threads a
+ * task starts, pthreads and an OpenMP team, are that task).
  *
  * No global variables: with the library every child is a thread of one
  * process and would share them.
@@ -46,6 +49,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -994,6 +998,133 @@ static int run_sharer(MPI_Comm parent, int cpu)
 
 /* A child that is slow to start MPI: its parent's MPI_Comm_spawn waits on
  * it, past a short THREADLAB_SPAWN_TIMEOUT (the hang test). */
+/* ---------------------------------------------- threads of one rank */
+
+#define THREAD_SPAWNERS 2
+#define THREAD_KIDS 2
+#define HELPERS 2
+
+typedef struct {
+    const char *self;
+    MPI_Comm kids;
+} spawner;
+
+static void *spawn_from_thread(void *arg)
+{
+    spawner *s = arg;
+    s->kids = spawn_self(s->self, "threader", THREAD_KIDS);
+    return NULL;
+}
+
+/* Two threads spawn at once; the main thread then broadcasts over both
+ * inter-communicators and collects each child's count of failed checks
+ * (MPICH's threads/spawn/multispawn does the same with four). */
+static int run_threads_start(const char *self)
+{
+    spawner s[THREAD_SPAWNERS];
+    pthread_t th[THREAD_SPAWNERS];
+    for (int i = 0; i < THREAD_SPAWNERS; i++) {
+        s[i] = (spawner){self, MPI_COMM_NULL};
+        if (pthread_create(&th[i], NULL, spawn_from_thread, &s[i]) != 0)
+            return 1;
+    }
+    for (int i = 0; i < THREAD_SPAWNERS; i++)
+        pthread_join(th[i], NULL);
+    int failed = 0, kind = TL_SPAWN_KIND_THREADS;
+    for (int i = 0; i < THREAD_SPAWNERS; i++) {
+        MPI_Comm_set_errhandler(s[i].kids, MPI_ERRORS_RETURN);
+        int value = 100 + i;
+        if (MPI_Bcast(&value, 1, MPI_INT, MPI_ROOT, s[i].kids) != MPI_SUCCESS) {
+            printf("threads: the main thread could not use the handle spawner %d got\n", i);
+            return 1;
+        }
+        if (kind_of(s[i].kids) != TL_SPAWN_KIND_THREADS)
+            kind = kind_of(s[i].kids);
+        for (int c = 0; c < THREAD_KIDS; c++) {
+            int f = 1;
+            MPI_Recv(&f, 1, MPI_INT, c, 7, s[i].kids, MPI_STATUS_IGNORE);
+            failed += f;
+        }
+        MPI_Comm_disconnect(&s[i].kids);
+    }
+    printf("threads: %d spawns from %d threads, used by the main thread: %s, %d failed checks\n",
+           THREAD_SPAWNERS, THREAD_SPAWNERS, kind_name(kind), failed);
+    return failed ? 1 : 0;
+}
+
+typedef struct {
+    int index, rank, size, failed;
+} helper;
+
+/* A thread the task started: the task's rank, world and parent; helper 0
+ * sends to the sibling task, helper 1 probes for and receives the
+ * sibling's (through the task's mailbox, which its main thread shares). */
+static void *helper_thread(void *arg)
+{
+    helper *h = arg;
+    checker ck = {0, "helper"};
+    int rank = -1, size = -1, is_main = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Is_thread_main(&is_main);
+    CHECK(&ck, rank == h->rank && size == h->size, "a helper thread of task %d of %d sees rank %d of %d", h->rank,
+          h->size, rank, size);
+    CHECK(&ck, is_main == 0, "MPI_Is_thread_main in a helper thread says %d", is_main);
+    MPI_Comm parent = MPI_COMM_NULL;
+    MPI_Comm_get_parent(&parent);
+    CHECK(&ck, parent != MPI_COMM_NULL, "no parent in a helper thread");
+    int other = 1 - h->rank;
+    if (h->index == 0) {
+        int v = 500 + h->rank;
+        MPI_Send(&v, 1, MPI_INT, other, 9, MPI_COMM_WORLD);
+    } else {
+        MPI_Status st;
+        int count = -1, v = -1;
+        MPI_Probe(other, 9, MPI_COMM_WORLD, &st);
+        MPI_Get_count(&st, MPI_INT, &count);
+        MPI_Recv(&v, 1, MPI_INT, other, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(&ck, count == 1 && v == 500 + other, "helper got %d ints, %d, from task %d", count, v, other);
+    }
+    h->failed = ck.failed;
+    return NULL;
+}
+
+static int run_threader(MPI_Comm parent)
+{
+    checker ck = {0, "threader"};
+    int rank = -1, size = -1, is_main = -1, value = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Is_thread_main(&is_main);
+    CHECK(&ck, is_main == 1, "MPI_Is_thread_main in a task's own thread says %d", is_main);
+    MPI_Bcast(&value, 1, MPI_INT, 0, parent);
+    CHECK(&ck, value == 100 || value == 101, "broadcast from the start's main thread gave %d", value);
+    helper h[HELPERS];
+    pthread_t th[HELPERS];
+    for (int i = 0; i < HELPERS; i++) {
+        h[i] = (helper){i, rank, size, 0};
+        CHECK(&ck, pthread_create(&th[i], NULL, helper_thread, &h[i]) == 0, "pthread_create failed");
+    }
+    for (int i = 0; i < HELPERS; i++) {
+        pthread_join(th[i], NULL);
+        ck.failed += h[i].failed;
+    }
+#ifdef _OPENMP
+    int wrong = 0;
+#pragma omp parallel num_threads(3) reduction(+ : wrong)
+    {
+        int r = -1, s = -1;
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        MPI_Comm_size(MPI_COMM_WORLD, &s);
+        wrong += r != rank || s != size;
+    }
+    CHECK(&ck, wrong == 0, "%d threads of an OpenMP team in task %d saw another rank or size", wrong, rank);
+#endif
+    MPI_Send(&ck.failed, 1, MPI_INT, 0, 7, parent);
+    MPI_Comm_disconnect(&parent);
+    return 0;
+}
+
 static int run_slow(void)
 {
     sleep(30);
@@ -1032,11 +1163,13 @@ int main(int argc, char **argv)
             rc = run_lend_start(argv[0]);
         else if (strcmp(role, "share") == 0)
             rc = run_share_start(argv[0]);
+        else if (strcmp(role, "threads") == 0)
+            rc = run_threads_start(argv[0]);
         else if (strcmp(role, "hang") == 0) {
             spawn_self(argv[0], "slow", 1);
             rc = 1; /* not reached: the watchdog ends the process */
         } else {
-            fprintf(stderr, "usage: %s [start|exit|refuse|fatal|decide|park|lend|share|hang]\n", argv[0]);
+            fprintf(stderr, "usage: %s [start|exit|refuse|fatal|decide|park|lend|share|threads|hang]\n", argv[0]);
             rc = 2;
         }
     } else if (strcmp(role, "child") == 0) {
@@ -1059,6 +1192,8 @@ int main(int argc, char **argv)
         rc = run_waiter(parent);
     } else if (strcmp(role, "hello") == 0) {
         rc = run_hello(parent);
+    } else if (strcmp(role, "threader") == 0) {
+        rc = run_threader(parent);
     } else {
         fprintf(stderr, "unknown role %s\n", role);
         rc = 2;

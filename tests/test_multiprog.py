@@ -797,3 +797,10 @@ def test_the_ult_target_against_the_floor(capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     assert "no: the bound is below the floor" in out and "rm / floor" in out
     assert "1.100" in out  # EP: rm's 1.65 s against the floor's 1.5 s
+    # a run stored before CPU times were recorded: neither the floor's columns nor a CPU column
+    older = [r for r in records if not r["metric"].startswith("cpu")]
+    assert all(t.floor is None for t in tables_multiprog.ult_targets(tables_multiprog.collect(older)))
+    tables_multiprog.render(Console(width=300, force_terminal=False), older, title="ult")
+    out = capsys.readouterr().out
+    assert "OpenMP on user-level threads against the shim" in out
+    assert "rm / floor" not in out and "CPU time" not in out and "ep: context switches" in out

@@ -300,22 +300,28 @@ def _render_ult_targets(console: Console, data: MultiprogData) -> None:
     targets = ult_targets(data)
     if not targets:
         return
+    # runs stored before CPU times were recorded have no floor: no columns
+    floors = any(t.floor is not None for t in targets)
     rows = []
     for t in targets:
         interval = f" [{t.low:.3f}, {t.high:.3f}]" if t.low is not None and t.high is not None else ""
         reach = "—" if t.reachable is None else "yes" if t.reachable else "no: the bound is below the floor"
         rows.append([t.scenario or f"{t.kernel} k={t.degree}", f"{t.ratio:.3f}{interval}",
-                     f"{t.target_text} (≤ {t.bound:.2f})", "met" if t.met else "not met",
-                     format_value(t.floor, "s"), f"{t.rm_mean / t.floor:.3f}" if t.floor else "—", reach])
-    _print(console, "OpenMP on user-level threads against the shim, both under the manager: ult's mean turnaround "
-           f"/ rm's [95% Fieller interval] (below 1: ult is faster); the target (issue 14): at least "
-           f"{ULT_LONG_GAIN:.0%} lower with long regions ({', '.join(ULT_LONG_KERNELS)}) and in the late arrival, "
-           "no worse elsewhere; met or not as measured here (the point estimate against the bound). The floor: the "
-           "mean turnaround if every program had perfect speedup and the CPUs were shared equally among the programs "
-           "present, each program's work the least CPU time it took in this run; no runtime goes below it under a "
-           "manager that shares equally, so a target whose bound (bound x rm) lies below it is out of reach here",
-           [("workload", "left"), ("ult / rm", "right"), ("target", "left"), ("measured", "left"),
-            ("floor", "right"), ("rm / floor", "right"), ("reachable", "left")], rows)
+                     f"{t.target_text} (≤ {t.bound:.2f})", "met" if t.met else "not met"]
+                    + ([format_value(t.floor, "s"), f"{t.rm_mean / t.floor:.3f}" if t.floor else "—", reach]
+                       if floors else []))
+    title = ("OpenMP on user-level threads against the shim, both under the manager: ult's mean turnaround / rm's "
+             f"[95% Fieller interval] (below 1: ult is faster); the target (issue 14): at least {ULT_LONG_GAIN:.0%} "
+             f"lower with long regions ({', '.join(ULT_LONG_KERNELS)}) and in the late arrival, no worse elsewhere; "
+             "met or not as measured here (the point estimate against the bound)")
+    if floors:
+        title += (". The floor: the mean turnaround if every program had perfect speedup and the CPUs were shared "
+                  "equally among the programs present, each program's work the least CPU time it took in this run; "
+                  "no runtime goes below it under a manager that shares equally, so a target whose bound (bound x "
+                  "rm) lies below it is out of reach here")
+    _print(console, title,
+           [("workload", "left"), ("ult / rm", "right"), ("target", "left"), ("measured", "left")]
+           + ([("floor", "right"), ("rm / floor", "right"), ("reachable", "left")] if floors else []), rows)
     console.print()
 
 
@@ -379,6 +385,8 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
                "(below 1: faster)", [("kernel", "left"), ("k", "right")] + [(f"{b}/gomp", "right") for b in others],
                rows, notes.texts)
         console.print()
+    # runs stored before CPU times were recorded have none: no column
+    has_cpu = any(key[0] == "cpu" for key in data.workloads)
     for app in data.apps:
         notes = Footnotes()
         alone = data.alone(app)
@@ -394,9 +402,10 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
                     speedup_cell(turnaround, alone, notes) if alone else "—",
                     speedup_cell(turnaround, alone, notes, per=float(k)) if alone else "—",
                 ])
-                behaviour.append([b, str(k), format_value(_mean(data.get("cpu", app, b, k)), "s"),
-                                  _count_cell(data.get("csw_voluntary", app, b, k)),
-                                  _count_cell(data.get("csw_involuntary", app, b, k)), _teams(turnaround)])
+                cpu = [format_value(_mean(data.get("cpu", app, b, k)), "s")] if has_cpu else []
+                behaviour.append([b, str(k)] + cpu + [_count_cell(data.get("csw_voluntary", app, b, k)),
+                                                      _count_cell(data.get("csw_involuntary", app, b, k)),
+                                                      _teams(turnaround)])
         reference = ("the dedicated gomp run on every CPU" if data.cpus and alone is not None
                      and alone["params"].get("mode") == "dedicated" else "gomp at degree 1")
         _print(console, f"{app}: turnaround, maximum turnaround, makespan (means [95% interval]); slowdown = mean "
@@ -405,10 +414,11 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
                [("baseline", "left"), ("k", "right"), ("turnaround", "right"), ("max turnaround", "right"),
                 ("makespan", "right"), ("slowdown", "right"), ("per degree", "right")], rows, notes.texts)
         console.print()
-        _print(console, f"{app}: CPU time (user + system) and context switches per instance (wait4 rusage, mean "
-               "of the experiments) and team sizes (mean over all parallel regions, (smallest-largest))",
-               [("baseline", "left"), ("k", "right"), ("CPU time", "right"), ("voluntary", "right"),
-                ("involuntary", "right"), ("team", "right")], behaviour)
+        what = "CPU time (user + system) and context switches" if has_cpu else "context switches"
+        _print(console, f"{app}: {what} per instance (wait4 rusage, mean of the experiments) and team sizes (mean "
+               "over all parallel regions, (smallest-largest))",
+               [("baseline", "left"), ("k", "right")] + ([("CPU time", "right")] if has_cpu else [])
+               + [("voluntary", "right"), ("involuntary", "right"), ("team", "right")], behaviour)
         console.print()
     console.file.flush()
 

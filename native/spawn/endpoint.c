@@ -1,4 +1,5 @@
-/* endpoint.c - a thread's mailbox, and how a thread waits for a request.
+/* endpoint.c - a rank's mailbox (a task's, or the process's), and how a
+ * thread waits for a request.
  *
  * A request's state word is the only thing its waiter sleeps on and the
  * only thing its completer touches last: the completer exchanges it to

@@ -2,9 +2,9 @@
  * internal.h - the private state of libthreadlab-spawn (docs/spawn.md).
  *
  * Vocabulary:
- *   endpoint  one thread's mailbox: every thread that communicates through
- *             a communicator of the library (a thread task, or the main
- *             thread of a process that spawned thread tasks) has one.
+ *   endpoint  one rank's mailbox: each thread task has one, which the
+ *             threads it starts share, and the process has one, which its
+ *             threads that belong to no task share.
  *   comm      a communicator the library made: an intra-communicator (the
  *             group of sibling thread tasks, a dup, a task's COMM_SELF) or
  *             an inter-communicator (parents <-> spawned thread tasks).
@@ -14,7 +14,8 @@
  *             handle value, so a handle used by a thread that does not
  *             own it (a program keeping it in a global shared by its
  *             thread tasks) is detected.
- *   task      a thread running the program's main for an MPI_Comm_spawn.
+ *   task      a thread running the program's main for an MPI_Comm_spawn,
+ *             and the threads it starts (task.c).
  *
  * Handles: views and user-visible requests live in slot tables
  * (handle.c); their handle values are ones the real MPI never produces and
@@ -118,7 +119,7 @@ typedef struct {
 /* Called by the thread that ends a wait watched by c, before it ends it. */
 void tlsp_coloc_note(tlsp_coloc *c);
 
-/* A thread's mailbox.  What every message touches (the lock, both
+/* A rank's mailbox (a task's, or the process's).  What every message touches (the lock, both
  * queues, the counter a probing owner spins on, the blocks small messages
  * are copied into) is one cache line, which moves once from the receiver
  * to the sender and back per message. */

@@ -1,6 +1,7 @@
 /* p2p.c - messages between threads: matching and copying.
  *
- * Each receiving thread's mailbox (its endpoint) holds two queues under
+ * Each receiving rank's mailbox (its endpoint: a task's, or the process's,
+ * shared by the rank's threads) holds two queues under
  * its own lock: the receives it posted, in order, and the messages that
  * arrived before a matching receive, in order.  A sender takes the
  * receiver's lock, gives its message to the first posted receive that

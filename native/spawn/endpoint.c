@@ -91,6 +91,20 @@ tlsp_endpoint *tlsp_self_slow(void)
     return ep;
 }
 
+void tlsp_endpoint_trim(tlsp_endpoint *ep)
+{
+    tlsp_ep_lock(ep);
+    tlsp_msg *m = ep->pool;
+    ep->pool = NULL;
+    ep->pooled = 0;
+    tlsp_ep_unlock(ep);
+    while (m) {
+        tlsp_msg *next = m->next;
+        free(m);
+        m = next;
+    }
+}
+
 void tlsp_endpoint_ref(tlsp_endpoint *ep)
 {
     atomic_fetch_add_explicit(&ep->refs, 1, memory_order_relaxed);

@@ -162,6 +162,8 @@ static inline void tlsp_ep_unlock(tlsp_endpoint *ep)
 /* tlsp_self's first call in a thread. */
 tlsp_endpoint *tlsp_self_slow(void);
 tlsp_endpoint *tlsp_endpoint_new(tlsp_task *task);
+/* Frees the blocks ep keeps for small messages (a task that ended). */
+void tlsp_endpoint_trim(tlsp_endpoint *ep);
 void tlsp_endpoint_ref(tlsp_endpoint *ep);
 void tlsp_endpoint_unref(tlsp_endpoint *ep);
 

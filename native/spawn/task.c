@@ -214,7 +214,9 @@ void tlsp_task_end(tlsp_task *t, int status)
         kept_tasks = t;
     }
     pthread_mutex_unlock(&tasks_lock);
-    if (!kept)
+    if (kept)
+        tlsp_endpoint_trim(t->ep); /* what it keeps for good: its descriptor and the mailbox's two lines */
+    else
         free(t);
     tlsp_limit_release(1);
 }

@@ -212,18 +212,25 @@ static void complete_proc_null(tlsp_req *r)
 }
 
 /* The arguments of a send (to a rank) or a receive (from a rank, or any). */
-static int check_args(const tlsp_view *v, const tlsp_buf *b, int peer, int tag, int receive)
+/* A buffer's count and datatype: MPI_ERR_COUNT, the datatype's error, or
+ * MPI_SUCCESS. */
+static int check_buffer(const tlsp_buf *b)
 {
-    if (!check_peer(v, peer, receive))
-        return MPI_ERR_RANK;
-    if (tag < 0 && !(receive && tag == MPI_ANY_TAG))
-        return MPI_ERR_TAG;
     if (b->count < 0)
         return MPI_ERR_COUNT;
     int err = MPI_SUCCESS;
     if (tlsp_buf_bytes(b, &err) < 0)
         return err;
     return MPI_SUCCESS;
+}
+
+static int check_args(const tlsp_view *v, const tlsp_buf *b, int peer, int tag, int receive)
+{
+    if (!check_peer(v, peer, receive))
+        return MPI_ERR_RANK;
+    if (tag < 0 && !(receive && tag == MPI_ANY_TAG))
+        return MPI_ERR_TAG;
+    return check_buffer(b);
 }
 
 int tlsp_isend(const tlsp_view *v, const tlsp_buf *b, int dest, int tag, int coll, tlsp_req *r)
@@ -599,10 +606,9 @@ static tlsp_req *message_of(MPI_Message message, int *bad)
 
 /* Receives the message h holds into r (a receive request of its view) and
  * frees h. */
-static void receive_matched(tlsp_req *h, tlsp_req *r, void *buf, int count, MPI_Datatype type)
+static void receive_matched(tlsp_req *h, tlsp_req *r, const tlsp_buf *b)
 {
-    tlsp_buf b = {buf, count, type};
-    set_receive_buffer(r, &b);
+    set_receive_buffer(r, b);
     tlsp_endpoint *self = h->matched_ep;
     tlsp_msg *m = h->matched;
     tlsp_req_free(h);
@@ -623,10 +629,14 @@ TLSP_EXPORT int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *
         return bad_message("MPI_Mrecv");
     if (TLSP_LIKELY(!h))
         return PMPI_Mrecv(buf, count, type, message, st);
+    tlsp_buf b = {buf, count, type};
+    int rc = check_buffer(&b);
+    if (rc != MPI_SUCCESS) /* the message stays matched: the call may be made again */
+        return tlsp_fail(h->errors_return, rc, "MPI_Mrecv: %s (count %d)", arg_error(rc), count);
     tlsp_req r;
     tlsp_req_init(&r, TLSP_REQ_RECV, NULL);
     r.errors_return = h->errors_return;
-    receive_matched(h, &r, buf, count, type);
+    receive_matched(h, &r, &b);
     *message = MPI_MESSAGE_NULL;
     tlsp_req_wait(&r);
     tlsp_status_fill(st, r.st_source, r.st_tag, r.st_error, r.st_bytes);
@@ -643,11 +653,15 @@ TLSP_EXPORT int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message 
         return bad_message("MPI_Imrecv");
     if (TLSP_LIKELY(!h))
         return PMPI_Imrecv(buf, count, type, message, request);
+    tlsp_buf b = {buf, count, type};
+    int rc = check_buffer(&b);
+    if (rc != MPI_SUCCESS)
+        return tlsp_fail(h->errors_return, rc, "MPI_Imrecv: %s (count %d)", arg_error(rc), count);
     tlsp_req *r = tlsp_req_alloc(TLSP_REQ_RECV, NULL);
     if (!r)
         return tlsp_fail(h->errors_return, MPI_ERR_NO_MEM, "MPI_Imrecv: out of request handles");
     r->errors_return = h->errors_return;
-    receive_matched(h, r, buf, count, type);
+    receive_matched(h, r, &b);
     *message = MPI_MESSAGE_NULL;
     *request = tlsp_req_handle(r);
     return MPI_SUCCESS;

@@ -273,6 +273,7 @@ static void phase_probe(checker *ck, MPI_Comm kids)
      * tag from its sender, posted in between, must not get it), small and
      * large */
     MPI_Message msg;
+    MPI_Comm_set_errhandler(kids, MPI_ERRORS_RETURN); /* the message's errors go to its communicator */
     MPI_Mprobe(MPI_ANY_SOURCE, 42, kids, &msg, &st);
     n = count_of(&st, MPI_INT);
     int src = st.MPI_SOURCE;
@@ -280,6 +281,12 @@ static void phase_probe(checker *ck, MPI_Comm kids)
     MPI_Recv(&other, 1, MPI_INT, src, MPI_ANY_TAG, kids, &st); /* its next: tag 44 */
     printf("R probe after mprobe tag %d value %d\n", st.MPI_TAG, other);
     buf = malloc((size_t)n * sizeof *buf);
+    /* a bad count is refused and leaves the message to receive */
+    int cls = -1, rc = MPI_Mrecv(buf, -1, MPI_INT, &msg, &st);
+    MPI_Error_class(rc, &cls);
+    printf("R probe mrecv count -1 %s, message kept %s\n", cls == MPI_ERR_COUNT ? "MPI_ERR_COUNT" : "other error",
+           msg != MPI_MESSAGE_NULL ? "yes" : "no");
+    MPI_Comm_set_errhandler(kids, MPI_ERRORS_ARE_FATAL);
     MPI_Mrecv(buf, n, MPI_INT, &msg, &st);
     sum = 0;
     for (int i = 0; i < n; i++)

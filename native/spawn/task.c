@@ -127,9 +127,9 @@ int tlsp_task_start(tlsp_task *t)
  * static pool, read and handed back with atomic operations, it only sets
  * its task, and the rest (its mailbox, the exit hook) comes at its first
  * call of the library (tlsp_self).  A task that started a thread keeps
- * its descriptor and mailbox until the process ends (tlsp_task_end): such
- * threads (a libgomp pool) may outlive it, and one that asks MPI_Finalized
- * afterwards must find them. */
+ * its descriptor and its mailbox's two lines until the process ends
+ * (tlsp_task_end): such threads (a libgomp pool) may outlive it, and one
+ * that asks MPI_Finalized afterwards must find them. */
 enum { START_RECORDS = 64 };
 
 static struct {

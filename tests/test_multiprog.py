@@ -804,3 +804,16 @@ def test_the_ult_target_against_the_floor(capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     assert "OpenMP on user-level threads against the shim" in out
     assert "rm / floor" not in out and "CPU time" not in out and "ep: context switches" in out
+
+
+def test_the_floor_reads_the_least_cpu_time_of_every_cell_of_the_kernel() -> None:
+    # The degree-1 workload under rm took the least CPU time (1.2 s); the dedicated run of rm on 1 CPU
+    # (2.0 s) has the same (metric, kernel, baseline, count) key in the other table and must not hide it.
+    plan = multiprog.make_plan(program=FAKE, apps=["ep"], baselines=["rm", "ult"], degrees=[1, 2], runs=2,
+                               seed=1, cpus=[0, 1], size="small")
+    cells = [_cell("ep", "rm", 1, [1.0, 1.0], cpu_s=1.2), _cell("ep", "rm", 1, [2.0, 2.0], dedicated=True, cpus=1,
+                                                                   cpu_s=2.0),
+             _cell("ep", "rm", 2, [3.0, 3.0], cpu_s=3.0), _cell("ep", "ult", 2, [3.0, 3.0], cpu_s=3.0)]
+    data = tables_multiprog.collect([record for cell in cells for record in multiprog.cell_records(cell, plan)])
+    assert tables_multiprog.workload_floor(data, "ep", 2, 2) == pytest.approx(1.2)  # 2 x 1.2 / 2
+    assert tables_multiprog.workload_floor(data, "cg", 2, 2) is None  # no CPU time of it

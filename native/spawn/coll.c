@@ -22,8 +22,20 @@ static int refuse_inter(const tlsp_view *v, const char *call)
     return tlsp_refuse(v, what);
 }
 
+/* A rank of the group; on an inter-communicator (a parent and its
+ * spawned children), as MPI has it, MPI_ROOT at the root, MPI_PROC_NULL
+ * at the rest of its group (no part in the call), the root's rank in the
+ * other group. */
 static int check_root(const tlsp_view *v, int root, const char *call)
 {
+    if (v->comm->inter) {
+        if (root == MPI_ROOT || root == MPI_PROC_NULL || (root >= 0 && root < tlsp_remote_size(v)))
+            return MPI_SUCCESS;
+        return tlsp_error(v, MPI_ERR_ROOT,
+                          "%s: invalid root %d on an inter-communicator (MPI_ROOT, MPI_PROC_NULL, or a rank of the "
+                          "other group, which has %d members)",
+                          call, root, tlsp_remote_size(v));
+    }
     if (root < 0 || root >= tlsp_local_size(v))
         return tlsp_error(v, MPI_ERR_ROOT, "%s: invalid root %d (the group has %d members)", call, root,
                           tlsp_local_size(v));
@@ -78,37 +90,13 @@ static int fan_out(const tlsp_view *v, const void *buf, int count, MPI_Datatype 
     return MPI_SUCCESS;
 }
 
-/* On an inter-communicator (a parent and its spawned children), as MPI
- * has it: the root passes MPI_ROOT and sends to every member of the other
- * group, the rest of its group pass MPI_PROC_NULL and take no part, the
- * other group passes the root's rank in the root's group. */
-static int bcast_inter(const tlsp_view *v, void *buf, int count, MPI_Datatype t, int root)
-{
-    if (root == MPI_PROC_NULL)
-        return MPI_SUCCESS;
-    if (root == MPI_ROOT)
-        return fan_out(v, buf, count, t, 0, TLSP_TAG_BCAST);
-    if (root < 0 || root >= tlsp_remote_size(v))
-        return tlsp_error(v, MPI_ERR_ROOT,
-                          "MPI_Bcast: invalid root %d on an inter-communicator (MPI_ROOT, MPI_PROC_NULL, or a rank "
-                          "of the other group, which has %d members)",
-                          root, tlsp_remote_size(v));
-    return tlsp_recv_wait(v, buf, count, t, root, TLSP_TAG_BCAST, 1, MPI_STATUS_IGNORE);
-}
-
 TLSP_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm)
 {
     VIEW_OR_PASS(comm, "MPI_Bcast", PMPI_Bcast(buf, count, t, root, comm));
-    if (v->comm->inter) {
-        int rc = bcast_inter(v, buf, count, t, root);
-        return rc == MPI_SUCCESS || rc == MPI_ERR_ROOT
-                   ? rc
-                   : tlsp_error(v, rc, "MPI_Bcast failed (the members' counts differ?)");
-    }
     int rc = check_root(v, root, "MPI_Bcast");
-    if (rc != MPI_SUCCESS)
+    if (rc != MPI_SUCCESS || root == MPI_PROC_NULL)
         return rc;
-    if (v->rank == root)
+    if (v->comm->inter ? root == MPI_ROOT : v->rank == root)
         rc = fan_out(v, buf, count, t, 0, TLSP_TAG_BCAST);
     else
         rc = tlsp_recv_wait(v, buf, count, t, root, TLSP_TAG_BCAST, 1, MPI_STATUS_IGNORE);

@@ -54,7 +54,7 @@ static void *zalloc_aligned(size_t align, size_t size)
     return p;
 }
 
-tlsp_endpoint *tlsp_endpoint_new(tlsp_task *task)
+tlsp_endpoint *tlsp_endpoint_new(void)
 {
     tlsp_endpoint *ep = zalloc_aligned(_Alignof(tlsp_endpoint), sizeof *ep);
     if (!ep)
@@ -62,13 +62,12 @@ tlsp_endpoint *tlsp_endpoint_new(tlsp_task *task)
     ep->posted_tail = &ep->posted_head;
     ep->unexp_tail = &ep->unexp_head;
     atomic_init(&ep->refs, 1); /* its thread */
-    ep->task = task;
     return ep;
 }
 
 static void make_process_ep(void)
 {
-    process_ep = tlsp_endpoint_new(NULL);
+    process_ep = tlsp_endpoint_new();
     if (!process_ep) {
         tlsp_note("out of memory for the process's mailbox");
         abort();

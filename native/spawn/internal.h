@@ -137,7 +137,6 @@ struct tlsp_endpoint {
     tlsp_msg *pool;           /* under lock: free blocks for small messages to this mailbox */
     _Alignas(64) _Atomic int refs; /* its task's thread (while it runs; for good once the task started a
                                     * thread) + comm memberships */
-    tlsp_task *task;          /* NULL: the process's, shared by its threads that belong to no task */
 };
 _Static_assert(offsetof(tlsp_endpoint, refs) == 64, "a mailbox's first line: what every message touches");
 
@@ -161,7 +160,7 @@ static inline void tlsp_ep_unlock(tlsp_endpoint *ep)
 
 /* tlsp_self's first call in a thread. */
 tlsp_endpoint *tlsp_self_slow(void);
-tlsp_endpoint *tlsp_endpoint_new(tlsp_task *task);
+tlsp_endpoint *tlsp_endpoint_new(void);
 /* Frees the blocks ep keeps for small messages (a task that ended). */
 void tlsp_endpoint_trim(tlsp_endpoint *ep);
 void tlsp_endpoint_ref(tlsp_endpoint *ep);

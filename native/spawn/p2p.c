@@ -552,8 +552,9 @@ static int mprobe_call(const char *call, const tlsp_view *v, int src, int tag, i
     int osrc, otag;
     size_t bytes;
     /* a poll that finds nothing (MPI_Improbe in a loop) allocates no
-     * handle: it looks first; only the thread that owns the mailbox takes
-     * from it, but a look and the take are two holds of its lock */
+     * handle: it looks first.  Another thread of the rank may take the
+     * message between the look and the take (two holds of the lock): the
+     * take then finds nothing, as a poll may */
     if (!blocking && !tlsp_probe(v, src, tag, 0, NULL, &osrc, &otag, &bytes)) {
         *flag = 0;
         return MPI_SUCCESS;
@@ -616,23 +617,37 @@ static void receive_matched(tlsp_req *h, tlsp_req *r, const tlsp_buf *b)
     take_locked(self, m, r);
 }
 
-static int bad_message(const char *call)
+/* What MPI_Mrecv and MPI_Imrecv do first: *h, the library's message the
+ * handle designates (NULL: the real MPI's, for the caller to pass on),
+ * and the buffer's check.  1 when that ended the call, with *rc its
+ * result; a refused buffer leaves the message matched, to receive again. */
+static int mrecv_prologue(const char *call, MPI_Message message, const tlsp_buf *b, tlsp_req **h, int *rc)
 {
-    return tlsp_fail(0, MPI_ERR_REQUEST, "%s: invalid message (a message of thread tasks received already)", call);
+    int bad;
+    *h = message_of(message, &bad);
+    if (TLSP_UNLIKELY(bad)) {
+        *rc = tlsp_fail(0, MPI_ERR_REQUEST, "%s: invalid message (a message of thread tasks received already)",
+                        call);
+        return 1;
+    }
+    if (TLSP_LIKELY(!*h))
+        return 0;
+    *rc = check_buffer(b);
+    if (*rc == MPI_SUCCESS)
+        return 0;
+    *rc = tlsp_fail((*h)->errors_return, *rc, "%s: %s (count %d)", call, arg_error(*rc), b->count);
+    return 1;
 }
 
 TLSP_EXPORT int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Status *st)
 {
-    int bad;
-    tlsp_req *h = message_of(*message, &bad);
-    if (TLSP_UNLIKELY(bad))
-        return bad_message("MPI_Mrecv");
+    tlsp_buf b = {buf, count, type};
+    tlsp_req *h;
+    int rc;
+    if (mrecv_prologue("MPI_Mrecv", *message, &b, &h, &rc))
+        return rc;
     if (TLSP_LIKELY(!h))
         return PMPI_Mrecv(buf, count, type, message, st);
-    tlsp_buf b = {buf, count, type};
-    int rc = check_buffer(&b);
-    if (rc != MPI_SUCCESS) /* the message stays matched: the call may be made again */
-        return tlsp_fail(h->errors_return, rc, "MPI_Mrecv: %s (count %d)", arg_error(rc), count);
     tlsp_req r;
     tlsp_req_init(&r, TLSP_REQ_RECV, NULL);
     r.errors_return = h->errors_return;
@@ -647,16 +662,13 @@ TLSP_EXPORT int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *
 
 TLSP_EXPORT int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Request *request)
 {
-    int bad;
-    tlsp_req *h = message_of(*message, &bad);
-    if (TLSP_UNLIKELY(bad))
-        return bad_message("MPI_Imrecv");
+    tlsp_buf b = {buf, count, type};
+    tlsp_req *h;
+    int rc;
+    if (mrecv_prologue("MPI_Imrecv", *message, &b, &h, &rc))
+        return rc;
     if (TLSP_LIKELY(!h))
         return PMPI_Imrecv(buf, count, type, message, request);
-    tlsp_buf b = {buf, count, type};
-    int rc = check_buffer(&b);
-    if (rc != MPI_SUCCESS)
-        return tlsp_fail(h->errors_return, rc, "MPI_Imrecv: %s (count %d)", arg_error(rc), count);
     tlsp_req *r = tlsp_req_alloc(TLSP_REQ_RECV, NULL);
     if (!r)
         return tlsp_fail(h->errors_return, MPI_ERR_NO_MEM, "MPI_Imrecv: out of request handles");

@@ -249,7 +249,7 @@ static int spawn_threads(const char *command, char *argv[], int maxprocs, tlsp_e
             goto fail;
         tasks[made] = t;
         t->rank = made;
-        t->ep = eps[made] = tlsp_endpoint_new(t);
+        t->ep = eps[made] = tlsp_endpoint_new();
         t->argv = task_argv(command, argv, &t->argc);
         if (!t->ep || !t->argv)
             goto fail;

@@ -205,7 +205,8 @@ def workload_floor(data: MultiprogData, app: str, degree: int, cpus: int) -> flo
     together (shared_floor), from the least CPU time an instance of it took
     in this run (any baseline, degree or dedicated run): None without CPU
     times (runs before they were recorded)."""
-    work = _least_mean([r for (metric, a, _, _), r in {**data.workloads, **data.dedicated}.items()
+    # two tables: a dedicated run on 1 CPU and a workload of degree 1 have the same key
+    work = _least_mean([r for table in (data.workloads, data.dedicated) for (metric, a, _, _), r in table.items()
                         if metric == "cpu" and a == app])
     return None if work is None else sum(shared_floor([(0.0, work)] * degree, cpus)) / degree
 

@@ -34,8 +34,11 @@
  * time ahead, a thread that finishes tasks of its team subtracts them
  * later; both settle before the thread waits (tlg_task_flush). Waiters
  * look at the deques for queued tasks. A task counts its deferred
- * children created (its own thread) and finished (the finishers, on a
- * line of their own): taskwait waits until they match. Its refs count who
+ * children in created, which only its own thread writes: up at each
+ * child, down at each child it finishes itself outside its taskwait (no
+ * atomic operation for a child its creator runs, the usual case); the
+ * other threads, and its own within taskwait, count them finished (on a
+ * line of their own): taskwait waits until the two match. Its refs count who
  * still points to its memory (itself until it finishes, and each
  * allocated child: a task's chain of parents can be walked while it
  * exists; implicit tasks are not counted; set up by the thread running
@@ -151,17 +154,30 @@ static tlg_task *task_alloc(tlg_thread *thr, size_t size)
     } else {
         t = task_mem_alloc(size);
     }
-    /* the first three lines only (the caller sets the rest of line 1):
-     * the fourth, written by other threads, is set up by whoever needs it
-     * (the thread running the task at its first child; dependences), so
-     * that the creator does not take it from the thread that last freed
-     * this memory */
-    memset(&t->home, 0, offsetof(tlg_task, refs) - offsetof(tlg_task, home));
+    /* the first three lines only, and only the fields that the callers
+     * do not set (task_init_common: the ICVs, the ancestry): the fourth,
+     * written by other threads, is set up by whoever needs it (the thread
+     * running the task at its first child; dependences), so that the
+     * creator does not take it from the thread that last freed this
+     * memory. Field by field, not memset: GCC makes a memset of these
+     * two lines a `rep stos`, a sixth of a task's creation and wait */
     t->ndeps = t->nout = 0;
     t->implicit = t->stack = 0;
     atomic_init(&t->detach_left, 0);
-    t->alloc = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
     t->home = thr;
+    t->next_free = NULL;
+    t->deps = NULL;
+    t->succ = NULL;
+    t->moved = NULL;
+    t->key = NULL;
+    atomic_init(&t->created, 0);
+    t->alloc = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+    t->kids = t->copied = 0;
+    t->dep_addr = NULL;
+    t->nsucc = t->succ_cap = 0;
+    t->done = 0;
+    t->priority = 0;
+    t->prio_seq = 0;
     return t;
 }
 
@@ -756,15 +772,21 @@ static void task_finish(tlg_thread *thr, tlg_task *t)
     tlg_taskgroup *tg = t->taskgroup;
     if (tg && atomic_fetch_sub_explicit(&tg->pending, 1, ACQREL) == 1)
         tlg_team_event(team, 1);
-    /* the Dekker pair with GOMP_taskwait: it sets waiting, then reads
-     * finished; created is the parent's own and does not change while it
-     * waits */
-    long f = atomic_fetch_add_explicit(&parent->finished, 1, SEQ) + 1;
-    /* a parent waiting on this very thread (it ran its child from its
-     * taskwait) looks again when this returns: no event for it */
-    if (atomic_load_explicit(&parent->waiting, SEQ) && f == atomic_load_explicit(&parent->created, RLX) &&
-        parent->thr != thr)
-        tlg_team_event(team, 1);
+    if (parent->thr == thr && !atomic_load_explicit(&parent->waiting, RLX)) {
+        /* the parent's own thread, outside its taskwait: it takes the
+         * child back from created, which only it writes, with no atomic
+         * operation (the usual fate of a child: its creator runs it) */
+        atomic_store_explicit(&parent->created, atomic_load_explicit(&parent->created, RLX) - 1, RLX);
+    } else {
+        /* the Dekker pair with GOMP_taskwait: it sets waiting, then reads
+         * finished; created does not change while it waits */
+        long f = atomic_fetch_add_explicit(&parent->finished, 1, SEQ) + 1;
+        /* a parent waiting on this very thread (it ran its child from its
+         * taskwait) looks again when this returns: no event for it */
+        if (atomic_load_explicit(&parent->waiting, SEQ) && f == atomic_load_explicit(&parent->created, RLX) &&
+            parent->thr != thr)
+            tlg_team_event(team, 1);
+    }
     task_unref(thr, t);
     /* last: a finished region may reuse the team once nothing is pending.
      * A thread of the team counts it and subtracts later (tlg_task_flush):
@@ -1286,12 +1308,20 @@ TLG_EXPORT void GOMP_taskwait(void)
 {
     tlg_thread *thr = tlg_self();
     tlg_task *t = thr->task;
-    long created = atomic_load_explicit(&t->created, RLX);
-    /* no deferred child: finished is not even set up (kids) */
-    if (!created || atomic_load_explicit(&t->finished, ACQ) == created)
-        return;
+    /* First the children it can run itself: those it finishes before it
+     * says it waits leave created at once (task_finish), and no store
+     * with a full fence is paid when no other thread runs one */
+    for (;;) {
+        long created = atomic_load_explicit(&t->created, RLX);
+        /* created 0: no deferred child left (finished is not even set
+         * up without one: kids) */
+        if (!created || atomic_load_explicit(&t->finished, ACQ) == created)
+            return;
+        if (!tlg_task_run_one(thr, t))
+            break;
+    }
     atomic_store_explicit(&t->waiting, 1, SEQ);
-    wait_count(thr, &t->finished, created);
+    wait_count(thr, &t->finished, atomic_load_explicit(&t->created, RLX));
     atomic_store_explicit(&t->waiting, 0, RLX);
 }
 

@@ -56,6 +56,22 @@ def test_user_placements_replace_the_defaults_and_unplaced_benchmarks_run_once()
     assert "--placement" not in points[2].argv(native.PointOptions())
 
 
+def test_the_models_of_one_point_run_side_by_side() -> None:
+    params = (ParamInfo("n", "", ("1", "2"), ("1",)),)
+    def model(name: str, program: str, extra: tuple[ParamInfo, ...] = ()) -> BenchmarkInfo:
+        return BenchmarkInfo("omp.task", name, "", "time per x", "ns", 2, ("unbound",), ("unbound",),
+                             params + extra, program)
+    gomp, ult = model("gomp", "prog-gomp"), model("ult", "prog-ult")
+    other = model("llvmomp", "prog-llvmomp", (ParamInfo("m", "", ("x",), ("x",)),))
+    programs = {name: Path("/" + name) for name in ("prog-gomp", "prog-ult", "prog-llvmomp")}
+    points = expand_sweep([gomp, other, ult], programs, None, quick=False)
+    # gomp and ult share each point; llvmomp's have a parameter more: its own
+    assert [(p.info.model, p.params.get("n")) for p in points] == [
+        ("gomp", "1"), ("ult", "1"), ("gomp", "2"), ("ult", "2"), ("llvmomp", "1"), ("llvmomp", "2")]
+    assert [p.program for p in points[:2]] == [Path("/prog-gomp"), Path("/prog-ult")]
+    assert [p.index for p in points] == list(range(6))
+
+
 def test_point_argv_passes_only_given_options() -> None:
     options = native.PointOptions(quick=True, target=0.02, min_timings=4)
     argv = native.point_argv(Path("/bin/p"), "x.y", "same-cpu", {"n": "2"}, options)

@@ -76,12 +76,25 @@ def _placements(info: BenchmarkInfo, requested: Sequence[str] | None) -> list[st
 def expand_sweep(
     benchmarks: Sequence[BenchmarkInfo], programs: dict[str, Path], placements: Sequence[str] | None, quick: bool
 ) -> list[Point]:
-    """Every point, benchmark by benchmark, parameters, then placement."""
-    points: list[Point] = []
+    """Every point, benchmark by benchmark, parameters, then placement; the
+    points that differ only in their model (one benchmark, one program per
+    model: the omp suite's runtimes, the models suite's thread models) run
+    one after the other, in the order of the benchmarks.  A sweep that ran
+    one model's points, then the next model's, put the machine's drift
+    between them: this VM switches between a fast and a slow cache
+    hand-off state for minutes at a time, and a whole runtime's points
+    fell in the slow one (barrier 490 ns against libgomp's 264 in one run).
+    Side by side, a switch falls on one group of points instead."""
+    groups: dict[tuple[Any, ...], list[tuple[BenchmarkInfo, str | None, dict[str, str]]]] = {}
     for info in benchmarks:
         for params in _param_combinations(info, quick):
             for placement in _placements(info, placements):
-                points.append(Point(len(points), info, programs[info.program], placement, params))
+                key = (info.benchmark, placement, tuple(params.items()))
+                groups.setdefault(key, []).append((info, placement, params))
+    points: list[Point] = []
+    for members in groups.values():
+        for info, placement, params in members:
+            points.append(Point(len(points), info, programs[info.program], placement, params))
     return points
 
 

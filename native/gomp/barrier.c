@@ -138,7 +138,6 @@ static void wait_step(tlg_thread *thr, uint32_t seen, tlg_spin *spin, tlg_task *
 {
     tlg_team *team = thr->team;
     if (tlg_task_run_one(thr, ancestor)) {
-        tlg_hungry_clear(thr);
         *spin = (tlg_spin){0};
         return;
     }
@@ -300,6 +299,7 @@ static inline bool barrier(tlg_thread *thr, bool cancellable)
             tlg_wait_step(thr, ev, &spun, NULL);
         }
     }
+    tlg_hungry_clear(thr); /* it looks for tasks no more */
     tlg_safe_point();
     return cancelled(thr, cancellable);
 }

@@ -320,7 +320,9 @@ typedef struct tlg_thread {
     unsigned shown_level, shown_id, shown_n;
     int shown_place;
     tl_ult_deque *tq;         /* its queued tasks (it owns the bottom) */
-    tlg_task *free_tasks;     /* recycled task memory */
+    /* from here, what it writes per task, on lines of their own: thieves
+     * read tq above at every steal */
+    tlg_task *free_tasks TLG_ALIGNED; /* recycled task memory */
     unsigned nfree_tasks;
     /* memory of tasks of one other thread of its team (gone_head->home)
      * that it freed, chained from gone_head to gone_tail, handed back
@@ -329,7 +331,7 @@ typedef struct tlg_thread {
     tlg_task *gone_head, *gone_tail;
     unsigned inline_depth;    /* tasks running now on its stack, nested (run now, not queued) */
     unsigned inline_credit;   /* tasks it may still run at once before it looks at its queue again */
-    unsigned char hungry;     /* it set its team's hungry (and clears it once it finds a task) */
+    unsigned char hungry;     /* it set its team's hungry (and clears it when it creates a task or its wait ends) */
     long pending_done;        /* tasks of its team it finished, not yet subtracted from task_pending */
     long pending_credit;      /* added to task_pending ahead, for tasks it has not created yet */
     /* task memory of its own freed by other threads, pushed here (a
@@ -373,9 +375,11 @@ struct tlg_team {
      * tasks while it is set; while it is clear (every thread busy) a
      * creator that has TLG_KEEP tasks queued runs new ones at once
      * (task.c). Written only by the thread that set it, which clears it
-     * when it runs a task or creates one (one whose wait ended otherwise
-     * leaves it set: creators then queue up to the cutoff, as before);
-     * on the line a creator reads after each push */
+     * when it creates a task or its barrier or taskwait ends (other
+     * waits leave it set: creators then queue up to the cutoff). Not
+     * when it runs one: a thread that runs tasks others create, one
+     * after another (EPCC's master_task), then wrote it twice per task,
+     * on the line its creator reads at each task */
     _Atomic uint32_t hungry;
     _Atomic uint32_t bar_gen;
     tlg_bar_node *bar_nodes;  /* the barrier's arrival tree (barrier.c), cap's worth */
@@ -505,8 +509,8 @@ typedef struct {
     uint64_t since;
     unsigned steps;
 } tlg_spin;
-/* thr runs or creates a task: the team's hungry flag, if thr set it,
- * goes (task.c's keep rule; barrier.c sets it) */
+/* thr creates a task, or its wait ends: the team's hungry flag, if thr
+ * set it, goes (task.c's keep rule; barrier.c sets it) */
 static inline void tlg_hungry_clear(tlg_thread *thr)
 {
     if (thr->hungry) {

@@ -867,8 +867,10 @@ static void wait_count(tlg_thread *thr, _Atomic long *count, long until)
     tlg_spin spun = {0};
     for (;;) {
         uint32_t ev = team ? atomic_load_explicit(&team->event, ACQ) : 0;
-        if (atomic_load_explicit(count, SEQ) == until)
+        if (atomic_load_explicit(count, SEQ) == until) {
+            tlg_hungry_clear(thr); /* it looks for tasks no more */
             return;
+        }
         if (!team)
             tlg_fatal("waiting for tasks outside any team");
         tlg_wait_step(thr, ev, &spun, thr->task);
@@ -1183,13 +1185,20 @@ static int must_run_now(tlg_thread *thr, bool if_clause)
     /* the thread's own fields first: the current task's final flag is
      * one more dependent load, needed only below the cutoff */
     if (thr->inline_depth < TLG_INLINE_DEPTH) {
-        if (tl_ult_deque_holds(thr->tq, TLG_KEEP)) {
-            /* the deque's size read once: its top is the thieves' line */
-            int full = tl_ult_deque_holds(thr->tq, TLG_CUTOFF);
-            if (full || !atomic_load_explicit(&thr->team->hungry, RLX)) {
-                thr->inline_credit = full ? TLG_CUTOFF_CREDIT - 1 : TLG_KEEP_CREDIT - 1;
+        /* hungry first: while a thread looks for tasks (a thief taking
+         * them as they come, as in EPCC's master_task), the question is
+         * only the cutoff, which the deque's bound answers without
+         * reading its top, the line every steal writes (holds) */
+        if (atomic_load_explicit(&thr->team->hungry, RLX)) {
+            if (tl_ult_deque_holds(thr->tq, TLG_CUTOFF)) {
+                thr->inline_credit = TLG_CUTOFF_CREDIT - 1;
                 return 1;
             }
+        } else if (tl_ult_deque_holds(thr->tq, TLG_KEEP)) {
+            /* the deque's size read once more only past the keep */
+            int full = tl_ult_deque_holds(thr->tq, TLG_CUTOFF);
+            thr->inline_credit = full ? TLG_CUTOFF_CREDIT - 1 : TLG_KEEP_CREDIT - 1;
+            return 1;
         }
     }
     return thr->task->final;

@@ -58,6 +58,7 @@ def test_user_placements_replace_the_defaults_and_unplaced_benchmarks_run_once()
 
 def test_the_models_of_one_point_run_side_by_side() -> None:
     params = (ParamInfo("n", "", ("1", "2"), ("1",)),)
+
     def model(name: str, program: str, extra: tuple[ParamInfo, ...] = ()) -> BenchmarkInfo:
         return BenchmarkInfo("omp.task", name, "", "time per x", "ns", 2, ("unbound",), ("unbound",),
                              params + extra, program)

@@ -1,4 +1,4 @@
-"""`threadlab study apps|multiprog|spawn` on the command line
+"""`threadlab study apps|multiprog|spawn|omp` on the command line
 (docs/commands/study.md): each study's options, its plan, and its run as
 a stored run (run.lifecycle) driven by the study engine (study.engine).
 Adding a study: a subparser and a cmd_ here (docs/architecture.md)."""
@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from threadlab import vocabulary
 from threadlab.cli.options import EXIT_OK, PROG, ArgumentParser, choice, db_path, number
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.native import discovery, protocol
@@ -19,6 +20,7 @@ from threadlab.records.store import validate_run_name
 from threadlab.run import environment, lifecycle
 from threadlab.run.progress import JobProgress
 from threadlab.study import apps, engine, multiprog
+from threadlab.study import omp as omp_study
 from threadlab.study import spawn as spawn_study
 from threadlab.study.registry import STUDIES
 
@@ -26,7 +28,7 @@ from threadlab.study.registry import STUDIES
 def register(commands: Any, common: ArgumentParser) -> None:
     """`threadlab study` and its studies."""
     study = commands.add_parser(
-        "study", parents=[common], help="run a study: a matrix of scenarios, many runs each (apps, multiprog, spawn)",
+        "study", parents=[common], help="run a study: a matrix of scenarios, many runs each (apps, multiprog, spawn, omp)",
         description="Run a study: an experiment over a matrix of scenarios, stored as a run.",
         epilog="Studies: apps (after de Sá et al., A Comparative Study of Multithreaded Applications Performance in "
         "Different Scenarios: four multithreaded kernels over thread platforms, architectures, "
@@ -34,7 +36,8 @@ def register(commands: Any, common: ArgumentParser) -> None:
         "Aware OpenMP Implementation: several OpenMP programs at once, under the resource "
         "manager and under libgomp's own settings); spawn (after Lima and Maillard, granularity control with "
         "threads in dynamic MPI programs: CilkSort over MPI_Comm_spawn, tasks as threads up to a limit against "
-        "processes). See docs/commands/study.md.",
+        "processes); omp (the omp suite's overheads, each runtime side by side over many runs: issue 14's "
+        "ratios to libgomp). See docs/commands/study.md.",
     )
     study.set_defaults(handler=_no_study)
     studies = study.add_subparsers(dest="study", metavar="STUDY", parser_class=ArgumentParser)
@@ -81,6 +84,44 @@ def register(commands: Any, common: ArgumentParser) -> None:
         json_what="the speedups", dry_run="print the scenarios and one command per cell, and stop")
     _add_multiprog(studies, common)
     _add_spawn(studies, common)
+    _add_omp(studies, common)
+
+
+def _add_omp(studies: Any, common: ArgumentParser) -> None:
+    o = studies.add_parser(
+        "omp", parents=[common], help="the omp suite's overheads, the runtimes side by side over many runs",
+        description="Each OpenMP construct of the omp suite (EPCC-style overheads, docs/omp-suite.md) on each "
+        "runtime built here (libgomp, libomp, the manager's shim over libgomp, threadlab-gomp on user-level "
+        "threads), each cell run many times as a point of the suite's own program (its adaptive timing loop and "
+        "its checks), all runs of all cells in one seeded random order, so that the machine's drift falls on "
+        "every runtime alike. Prints each construct's median overhead per runtime (the median of the runs' "
+        "medians, 95% interval) and libgomp's median over each runtime's with its 95% interval; stores the run "
+        "(show, compare --between model=gomp,ult and report work on it).",
+        epilog="exit status: 0 every run verified, 1 a run failed or a check failed (a run during which the "
+        "machine changed state is marked, not failed), 2 bad usage, 130 interrupted by Ctrl-C (the finished "
+        "cells are kept). See docs/omp-suite.md.",
+    )
+    o.set_defaults(handler=cmd_omp)
+    o.add_argument("--constructs", type=omp_study.parse_constructs, metavar="LIST",
+                   help=f"constructs of omp.sync and omp.task, comma-separated (default "
+                   f"{','.join(omp_study.DEFAULT_CONSTRUCTS)}: issue 14's targets)")
+    o.add_argument("--runtimes", type=omp_study.parse_runtimes, metavar="LIST",
+                   help=f"runtimes, comma-separated from those built: {', '.join(omp_study.RUNTIME_ORDER)} "
+                   "(default: every one built)")
+    o.add_argument("--threads", type=number("--threads", int, 1, 4096), metavar="N",
+                   help=f"team size (default {omp_study.DEFAULT_THREADS}); one of the suite's thread counts")
+    o.add_argument("--placement", type=choice("--placement", vocabulary.PLACEMENTS), metavar="P",
+                   help=f"where the team runs, one of {', '.join(vocabulary.PLACEMENTS)} (default "
+                   f"{omp_study.DEFAULT_PLACEMENT})")
+    o.add_argument("--runs", type=number("--runs", int, 1, 1000), metavar="N",
+                   help=f"runs per cell, 1..1000 (default {omp_study.DEFAULT_RUNS}; {omp_study.QUICK_RUNS} with "
+                   "--quick)")
+    o.add_argument("--quick", action="store_true",
+                   help=f"{omp_study.QUICK_RUNS} runs per cell, each point with the suite's short budgets (--quick)")
+    _add_run_options(
+        o, order="run", timeout=f"a run taking longer is killed and counted as failed (default "
+        f"{omp_study.DEFAULT_TIMEOUT_S:g} s, {omp_study.QUICK_TIMEOUT_S:g} s with --quick)",
+        json_what="the cells", dry_run="print one command per cell, and stop")
 
 
 def _add_spawn(studies: Any, common: ArgumentParser) -> None:
@@ -373,4 +414,27 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         programs=_bench_program() + [plan.program], planned=len(plan.cells), total=len(plan.jobs), header=header,
         noun="runs", run=lambda keep, progress: spawn_study.run_study(plan, keep, progress),
         note=lambda: plan.pilot_note,
+    )
+
+
+def cmd_omp(args: argparse.Namespace) -> int:
+    name = validate_run_name(args.name) if args.name is not None else None
+    catalog, programs = omp_study.find_suite()
+    plan = omp_study.make_plan(
+        catalog=catalog, programs=programs, constructs=args.constructs, runtimes=args.runtimes, threads=args.threads,
+        placement=args.placement, runs=args.runs, seed=args.seed, timeout_s=args.timeout, quick=args.quick,
+    )
+    if args.dry_run:
+        for line in omp_study.dry_run_lines(plan):
+            print(line)
+        print(f"{len(plan.cells)} cells, {len(plan.jobs)} runs (seed {plan.seed})", file=sys.stderr)
+        return EXIT_OK
+    header = (f"study omp: {len(plan.constructs)} constructs x {len(plan.runtimes)} runtimes "
+              f"({','.join(plan.runtimes)}) = {len(plan.cells)} cells, {plan.threads} threads {plan.placement}, "
+              f"{plan.runs} runs each: {len(plan.jobs)} runs in a random order (seed {plan.seed})")
+    used = list(dict.fromkeys(cell.program for cell in plan.cells if not cell.unsupported))
+    return _stored_study(
+        args, omp_study.STUDY, name=name, options=plan.options(), catalog=plan.catalog(),
+        programs=_bench_program() + used, planned=len(plan.cells), total=len(plan.jobs), header=header,
+        noun="runs", run=lambda keep, progress: omp_study.run_study(plan, keep, progress),
     )

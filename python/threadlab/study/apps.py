@@ -40,7 +40,8 @@ from threadlab.records import schema
 from threadlab.records.record import new_record
 from threadlab.run.progress import JobProgress
 from threadlab.run.runner import Result
-from threadlab.study.engine import Job, allowed_cpus, cell_record, drive, interleaved_jobs, new_seed, run_program
+from threadlab.study.engine import (Job, allowed_cpus, cell_record, drive, interleaved_jobs, new_seed, run_checks,
+                                    run_program)
 
 STUDY = "apps"
 APP_PREFIX = discovery.APP_PREFIX
@@ -745,19 +746,12 @@ def _cpus(cell: Cell, plan: Plan) -> list[int | None]:
 
 def _checks(cell: Cell) -> list[dict[str, Any]]:
     measured = len(cell.times)
-    checks = []
-    if cell.wrong:
-        checks.append({"name": "verified", "ok": False, "value": float(measured - len(cell.wrong)),
-                       "detail": f"{len(cell.wrong)} of {measured} runs returned a wrong result; first: {cell.wrong[0]}"})
-    else:
-        bound = cell.last.get("error_bound")
-        bound_text = "exactly" if bound == 0 else f"within the bound {bound:.3g}" if isinstance(bound, (int, float)) else ""
-        checks.append({"name": "verified", "ok": True, "value": float(measured),
-                       "detail": f"every run's result matched the expected value {bound_text} "
-                                 f"(largest error {cell.max_error:.3g})".replace("  ", " ")})
-    if cell.failures:
-        checks.append({"name": "runs", "ok": False, "value": float(measured),
-                       "detail": f"{len(cell.failures)} of {cell.runs_done} runs failed; first: {cell.failures[0]}"})
+    bound = cell.last.get("error_bound")
+    bound_text = "exactly" if bound == 0 else f"within the bound {bound:.3g}" if isinstance(bound, (int, float)) else ""
+    checks = run_checks(measured, cell.wrong, cell.failures, cell.runs_done, wrong_what="runs returned a wrong result",
+                        verified=f"every run's result matched the expected value {bound_text} "
+                                 f"(largest error {cell.max_error:.3g})".replace("  ", " "),
+                        verified_unmeasured=True)
     if cell.preload is not None:
         # A run on another runtime is not measured (run_once), and fails this.
         ok = not cell.off_runtime

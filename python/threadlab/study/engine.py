@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from threadlab import vocabulary
 from threadlab.analysis import stats
+from threadlab.errors import UserError
 from threadlab.native import process
 from threadlab.native.process import StopRequest
 from threadlab.records import schema
@@ -52,6 +53,15 @@ def interleaved_jobs(cells: Sequence[int], runs: int, seed: int) -> list[Job]:
         numbered.append(Job(job.cell, order.get(job.cell, 0)))
         order[job.cell] = order.get(job.cell, 0) + 1
     return numbered
+
+
+def parse_list(option: str, text: str) -> list[str]:
+    """A study option's comma-separated list: its items stripped, each
+    once, in the order given; an empty item is refused."""
+    items = [item.strip() for item in text.split(",")]
+    if any(not item for item in items):
+        raise UserError(f"{option} {text}: expected a comma-separated list with no empty item")
+    return list(dict.fromkeys(items))
 
 
 def new_seed() -> int:
@@ -192,10 +202,30 @@ def cell_record(record: dict[str, Any], samples: Sequence[float], *, clock: str,
     return schema.validate_record(record)
 
 
+def run_checks(measured: int, wrong: Sequence[str], failures: Sequence[str], runs_done: int, *, verified: str,
+               wrong_what: str = "runs failed a check", noun: str = "runs",
+               verified_unmeasured: bool = False) -> list[dict[str, Any]]:
+    """A cell's checks of its runs: `verified` (ok with the text
+    `verified` when no measured run was wrong, else how many of the
+    `measured` `wrong_what`, with the first reason; an unmeasured cell
+    has it only with verified_unmeasured) and, when runs failed, `runs`."""
+    checks = []
+    if wrong:
+        checks.append({"name": "verified", "ok": False, "value": float(measured - len(wrong)),
+                       "detail": f"{len(wrong)} of {measured} {wrong_what}; first: {wrong[0]}"})
+    elif measured or verified_unmeasured:
+        checks.append({"name": "verified", "ok": True, "value": float(measured), "detail": verified})
+    if failures:
+        checks.append({"name": "runs", "ok": False, "value": float(measured),
+                       "detail": f"{len(failures)} of {runs_done} {noun} failed; first: {failures[0]}"})
+    return checks
+
+
 def main_records(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The records of a study's main metric (a cell's time, a workload's
-    turnaround): one per cell, what the epilogue counts."""
-    main = {r["metric"] for r in records} & {"time", "turnaround"}
+    turnaround, a construct's overhead): one per cell, what the epilogue
+    counts."""
+    main = {r["metric"] for r in records} & {"time", "turnaround", "overhead"}
     return [r for r in records if r["metric"] in main]
 
 

@@ -50,7 +50,8 @@ from threadlab.records import schema
 from threadlab.records.record import new_record
 from threadlab.run.progress import JobProgress
 from threadlab.run.runner import Result
-from threadlab.study.engine import Job, allowed_cpus, cell_record, drive, interleaved_jobs, new_seed
+from threadlab.study.engine import (Job, allowed_cpus, cell_record, drive, interleaved_jobs, new_seed, parse_list,
+                                    run_checks)
 
 STUDY = "multiprog"
 PROGRAM = "threadlab-npb"
@@ -96,16 +97,9 @@ _SCRUBBED = re.compile(r"^(OMP_|GOMP_|KMP_|THREADLAB_OMP_|THREADLAB_GOMP_|THREAD
 # ------------------------------------------------------------------ input
 
 
-def _list(option: str, text: str) -> list[str]:
-    parts = [part.strip() for part in text.split(",")]
-    if any(not part for part in parts):
-        raise UserError(f"{option} {text}: empty item (comma-separated list expected)")
-    return parts
-
-
 def _names(option: str, text: str, accepted: Sequence[str], what: str) -> list[str]:
     """A comma-separated choice from `accepted`, in the canonical order."""
-    names = _list(option, text)
+    names = parse_list(option, text)
     for name in names:
         if name not in accepted:
             raise UserError(f"{option} {text}: unknown {what} '{name}'; expected from {', '.join(accepted)}")
@@ -125,7 +119,7 @@ def parse_baselines(text: str) -> list[str]:
 def parse_degrees(text: str) -> list[int]:
     """--degree 1,2,4,8 or 1-4: multiprogramming degrees, 1..MAX_DEGREE."""
     try:
-        return vocabulary.parse_ranges(_list("--degree", text), 1, MAX_DEGREE)
+        return vocabulary.parse_ranges(parse_list("--degree", text), 1, MAX_DEGREE)
     except ValueError as bad:
         raise UserError(f"--degree {text}: '{bad}' is out of range; expected degrees (instances at once) "
                         f"from 1 to {MAX_DEGREE}, as a list and/or ranges (e.g. 1,2,4,8 or 1-4)") from None
@@ -773,18 +767,10 @@ DEDICATED_METRICS: dict[str, tuple[str, str, str]] = {
 
 def _checks(cell: Cell) -> list[dict[str, Any]]:
     measured = len(cell.mean_turnaround)
-    checks = []
-    if cell.wrong:
-        checks.append({"name": "verified", "ok": False, "value": float(measured - len(cell.wrong)),
-                       "detail": f"{len(cell.wrong)} of {measured} experiments had an instance that did not verify; "
-                                 f"first: {cell.wrong[0]}"})
-    else:
-        checks.append({"name": "verified", "ok": True, "value": float(measured),
-                       "detail": f"every instance of every experiment verified its result ({cell.last.get('quantity')} "
-                                 f"within {cell.last.get('tolerance')} of the reference)"})
-    if cell.failures:
-        checks.append({"name": "runs", "ok": False, "value": float(measured),
-                       "detail": f"{len(cell.failures)} of {cell.runs_done} experiments failed; first: {cell.failures[0]}"})
+    checks = run_checks(measured, cell.wrong, cell.failures, cell.runs_done,
+                        wrong_what="experiments had an instance that did not verify", noun="experiments",
+                        verified=f"every instance of every experiment verified its result ({cell.last.get('quantity')} "
+                                 f"within {cell.last.get('tolerance')} of the reference)", verified_unmeasured=True)
     if cell.baseline == "ult" and cell.runtimes:
         # A kernel that fell back to libgomp (the library not loaded, or
         # loaded behind libgomp) would measure the wrong runtime.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from threadlab.study import apps, multiprog, spawn
+from threadlab.study import apps, multiprog, omp, spawn
 from threadlab.study.engine import Study
 
 STUDIES: dict[str, Study] = {
@@ -15,6 +15,7 @@ STUDIES: dict[str, Study] = {
     multiprog.STUDY: Study(multiprog.STUDY, multiprog.BENCHMARK_PREFIX, "threadlab.study.tables_multiprog",
                            "summary_rows"),
     spawn.STUDY: Study(spawn.STUDY, spawn.BENCHMARK_PREFIX, "threadlab.study.tables_spawn", "summary_rows"),
+    omp.STUDY: Study(omp.STUDY, omp.BENCHMARK_PREFIX, "threadlab.study.tables_omp", "summary_rows"),
 }
 
 

@@ -33,7 +33,8 @@ from threadlab.records import schema
 from threadlab.records.record import new_record
 from threadlab.run.progress import JobProgress
 from threadlab.run.runner import Result
-from threadlab.study.engine import Job, cell_record, drive, interleaved_jobs, new_seed, run_program
+from threadlab.study.engine import (Job, cell_record, drive, interleaved_jobs, new_seed, parse_list, run_checks,
+                                    run_program)
 
 STUDY = "spawn"
 PROGRAM = "threadlab-spawn-cilksort"
@@ -71,18 +72,11 @@ PER_TASK_QUANTITY = "sort time / tasks spawned, one sample per run"
 # ------------------------------------------------------------------ levels
 
 
-def _list(option: str, text: str) -> list[str]:
-    items = [item.strip() for item in text.split(",")]
-    if not items or any(not item for item in items):
-        raise UserError(f"{option} {text}: expected a comma-separated list with no empty item")
-    return list(dict.fromkeys(items))
-
-
 def parse_limits(text: str) -> list[str]:
     """--limits 1,4,process-only: thread limits (positive numbers) and
     process-only."""
     limits = []
-    for item in _list("--limits", text):
+    for item in parse_list("--limits", text):
         if item == PROCESS_ONLY:
             limits.append(item)
         elif item.isdigit() and 1 <= int(item) <= 1_000_000:
@@ -93,7 +87,7 @@ def parse_limits(text: str) -> list[str]:
 
 
 def parse_inputs(text: str) -> list[str]:
-    inputs = _list("--inputs", text)
+    inputs = parse_list("--inputs", text)
     for item in inputs:
         if item not in INPUTS:
             raise UserError(f"--inputs {text}: unknown input '{item}'; accepted: {', '.join(INPUTS)}")
@@ -102,7 +96,7 @@ def parse_inputs(text: str) -> list[str]:
 
 def parse_seeds(text: str) -> list[int]:
     seeds = []
-    for item in _list("--seeds", text):
+    for item in parse_list("--seeds", text):
         if not item.isdigit() or int(item) >= 2**63:
             raise UserError(f"--seeds {text}: '{item}' is not a seed (a non-negative integer)")
         seeds.append(int(item))
@@ -383,19 +377,9 @@ def run_study(plan: Plan, on_record: Callable[[Cell, dict[str, Any]], None], pro
 
 
 def _checks(cell: Cell) -> list[dict[str, Any]]:
-    measured = len(cell.times)
-    checks = []
-    if cell.wrong:
-        checks.append({"name": "verified", "ok": False, "value": float(measured - len(cell.wrong)),
-                       "detail": f"{len(cell.wrong)} of {measured} runs failed a check; first: {cell.wrong[0]}"})
-    elif measured:
-        checks.append({"name": "verified", "ok": True, "value": float(measured),
-                       "detail": "every run's result was sorted, a permutation of its input, and made by exactly "
-                                 "the algorithm's tasks"})
-    if cell.failures:
-        checks.append({"name": "runs", "ok": False, "value": float(measured),
-                       "detail": f"{len(cell.failures)} of {cell.runs_done} runs failed; first: {cell.failures[0]}"})
-    return checks
+    return run_checks(len(cell.times), cell.wrong, cell.failures, cell.runs_done,
+                      verified="every run's result was sorted, a permutation of its input, and made by exactly the "
+                               "algorithm's tasks")
 
 
 def _mean(values: Sequence[float]) -> float | None:

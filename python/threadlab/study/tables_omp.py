@@ -1,0 +1,144 @@
+"""The tables of `threadlab study omp`, computed from a run's records (so
+`threadlab show` prints them too):
+
+- each construct's overhead on each runtime: the median over the runs of
+  each run's median [95% interval of that median];
+- libgomp against each other runtime: median(libgomp) / median(runtime)
+  [95% Price-Bonett interval] (above 1: that runtime is cheaper), the
+  measure of issue 14's targets (5x for nested regions and tasks, no
+  worse for regions and barriers).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from rich.console import Console
+from rich.text import Text
+
+from threadlab.analysis import stats
+from threadlab.output.table import Footnotes
+from threadlab.output.units import format_number, scale_time, to_ns
+from threadlab.study.cells import marks, print_titled as _print
+from threadlab.study.omp import BASELINE, RUNTIME_ORDER, is_study_record
+
+RUNTIME_NAMES = {"gomp": "libgomp", "llvmomp": "libomp", "shim": "shim", "ult": "threadlab-gomp (ult)"}
+
+
+def collect(records: Sequence[Mapping[str, Any]]) -> tuple[dict[tuple[str, str], Mapping[str, Any]], list[str],
+                                                           list[str]]:
+    """(construct, runtime) -> record; the constructs and runtimes in order."""
+    cells: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for record in records:
+        if is_study_record(record):
+            cells[(record["params"]["construct"], record["model"])] = record
+    constructs = list(dict.fromkeys(key[0] for key in cells))
+    found = list(dict.fromkeys(key[1] for key in cells))
+    runtimes = [r for r in RUNTIME_ORDER if r in found] + [r for r in found if r not in RUNTIME_ORDER]
+    return cells, constructs, runtimes
+
+
+def _measured(record: Mapping[str, Any] | None) -> bool:
+    return bool(record and record.get("status") == "ok" and record.get("samples"))
+
+
+def _missing(record: Mapping[str, Any] | None, notes: Footnotes) -> str:
+    if record is None:
+        return ""
+    if record["status"] == "unsupported":
+        return "n/a " + notes.ref(f"unsupported: {record['reason']}")
+    return "FAILED " + notes.ref(f"failed: {record.get('reason')}")
+
+
+def _ns(value: float, unit: str) -> tuple[str, float]:
+    scaled, shown = scale_time(to_ns(value, unit))
+    return shown, (scaled / value if value else 1.0)
+
+
+def median_cell(record: Mapping[str, Any] | None, notes: Footnotes) -> str:
+    """The median of the runs' medians [its 95% interval], in its unit."""
+    if not _measured(record):
+        return _missing(record, notes)
+    assert record is not None
+    samples = record["samples"]
+    median = stats.describe(samples).median
+    shown, factor = _ns(median, record["unit"])
+    interval = stats.median_ci(samples)
+    text = f"{format_number(median * factor)} {shown}"
+    if len(samples) > 1:
+        text += f" [{format_number(interval.low * factor)}, {format_number(interval.high * factor)}]"
+    return text + marks([record], notes)
+
+
+def ratio(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None) -> tuple[float | None,
+                                                                                    stats.Interval | None]:
+    """median(base) / median(other) with its 95% Price-Bonett interval."""
+    if not (_measured(base) and _measured(other)):
+        return None, None
+    assert base is not None and other is not None
+    return stats.ratio_of_medians(other["samples"], base["samples"])
+
+
+def ratio_cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None, notes: Footnotes) -> str:
+    for record in (base, other):
+        if not _measured(record):
+            return _missing(record, notes)
+    value, interval = ratio(base, other)
+    if value is None:
+        return "—" + notes.ref("a median is 0 or below (an overhead within the noise of the delay subtracted)")
+    text = f"{value:.2f}"
+    if interval is not None:
+        text += f" [{interval.low:.2f}, {interval.high:.2f}]"
+    return text
+
+
+def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = "Study omp") -> None:
+    cells, constructs, runtimes = collect(records)
+    if not cells:
+        console.print(f"{title}: no data points were measured.")
+        return
+    sample = next(iter(cells.values()))
+    threads = sample["params"].get("threads", "?")
+    runs = sample.get("extra", {}).get("runs_planned", "?")
+    console.print(Text(title, style="bold"))
+    console.print()
+    notes = Footnotes()
+    headers = [("construct", "left")] + [(RUNTIME_NAMES.get(r, r), "right") for r in runtimes]
+    rows = [[c] + [median_cell(cells.get((c, r)), notes) for r in runtimes] for c in constructs]
+    _print(console, f"Overheads, {threads} threads, {sample['placement']}: the median of {runs} runs' medians "
+           "[95% interval of the median]", headers, rows, notes.texts)
+    console.print()
+    others = [r for r in runtimes if r != BASELINE]
+    if BASELINE in runtimes and others:
+        notes = Footnotes()
+        rows = [[c] + [ratio_cell(cells.get((c, BASELINE)), cells.get((c, r)), notes) for r in others]
+                for c in constructs]
+        _print(console, f"{RUNTIME_NAMES[BASELINE]} / each runtime: the ratio of the medians [95% Price-Bonett "
+               "interval] (above 1: that runtime is cheaper)",
+               [("construct", "left")] + [(RUNTIME_NAMES.get(r, r), "right") for r in others], rows, notes.texts)
+        console.print()
+    console.file.flush()
+
+
+def summary_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The cells as data (--json and the tests): construct, runtime,
+    status, the median of the runs' medians, its runs, and libgomp's
+    median over it with the interval."""
+    cells, constructs, runtimes = collect(records)
+    rows = []
+    for construct in constructs:
+        for runtime in runtimes:
+            record = cells.get((construct, runtime))
+            if record is None:
+                continue
+            row: dict[str, Any] = {"construct": construct, "runtime": runtime, "status": record["status"],
+                                   "reason": record.get("reason"), "unit": record["unit"]}
+            if _measured(record):
+                row.update(median=stats.describe(record["samples"]).median, runs=len(record["samples"]),
+                           state_changed=record.get("extra", {}).get("runs_state_changed"))
+            if runtime != BASELINE:
+                value, interval = ratio(cells.get((construct, BASELINE)), record)
+                row.update(baseline_ratio=value, baseline_ratio_low=interval.low if interval else None,
+                           baseline_ratio_high=interval.high if interval else None)
+            rows.append(row)
+    return rows

@@ -147,6 +147,8 @@ def test_a_run_whose_point_failed_a_check_is_a_wrong_result() -> None:
 def test_the_tables_give_libgomps_median_over_each_runtimes() -> None:
     _, records = _measured_plan({("barrier", "gomp"): [280.0, 290.0, 300.0], ("barrier", "ult"): [130.0, 140.0, 150.0],
                                  ("taskwait", "gomp"): [500.0, 510.0, 520.0], ("taskwait", "ult"): [95.0, 100.0, 110.0]})
+    # the rows in the suite's order, whatever order the cells ended in
+    assert [r["construct"] for r in tables_omp.summary_rows(records[::-1])] == ["barrier"] * 2 + ["taskwait"] * 2
     rows = {(r["construct"], r["runtime"]): r for r in tables_omp.summary_rows(records)}
     assert rows[("barrier", "gomp")]["median"] == 290.0 and "baseline_ratio" not in rows[("barrier", "gomp")]
     assert rows[("taskwait", "ult")]["baseline_ratio"] == pytest.approx(5.1)

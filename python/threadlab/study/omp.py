@@ -45,6 +45,9 @@ CONSTRUCT_BENCHMARKS = ("omp.sync", "omp.task")
 # Issue 14's targets: regions and barriers no worse than libgomp's, nested
 # regions and task creation 5x cheaper.
 DEFAULT_CONSTRUCTS = ("parallel", "barrier", "nested", "parallel_task", "master_task", "taskwait")
+# The suite's order (omp.sync's, then omp.task's): the tables' rows.
+CONSTRUCT_ORDER = ("parallel", "for", "parallel_for", "parallel_for_dynamic", "barrier", "single", "critical", "lock",
+                   "atomic", "reduction", "nested", "parallel_task", "master_task", "taskwait")
 BASELINE = "gomp"  # libgomp: the ratios' numerator
 RUNTIME_ORDER = ("gomp", "llvmomp", "shim", "ult")
 DEFAULT_THREADS = 2

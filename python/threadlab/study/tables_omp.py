@@ -20,7 +20,7 @@ from threadlab.analysis import stats
 from threadlab.output.table import Footnotes
 from threadlab.output.units import format_number, scale_time, to_ns
 from threadlab.study.cells import marks, print_titled as _print
-from threadlab.study.omp import BASELINE, RUNTIME_ORDER, is_study_record
+from threadlab.study.omp import BASELINE, CONSTRUCT_ORDER, RUNTIME_ORDER, is_study_record
 
 RUNTIME_NAMES = {"gomp": "libgomp", "llvmomp": "libomp", "shim": "shim", "ult": "threadlab-gomp (ult)"}
 
@@ -32,7 +32,8 @@ def collect(records: Sequence[Mapping[str, Any]]) -> tuple[dict[tuple[str, str],
     for record in records:
         if is_study_record(record):
             cells[(record["params"]["construct"], record["model"])] = record
-    constructs = list(dict.fromkeys(key[0] for key in cells))
+    seen = list(dict.fromkeys(key[0] for key in cells))  # cells come as their last runs end
+    constructs = [c for c in CONSTRUCT_ORDER if c in seen] + [c for c in seen if c not in CONSTRUCT_ORDER]
     found = list(dict.fromkeys(key[1] for key in cells))
     runtimes = [r for r in RUNTIME_ORDER if r in found] + [r for r in found if r not in RUNTIME_ORDER]
     return cells, constructs, runtimes

@@ -95,7 +95,7 @@ def _add_omp(studies: Any, common: ArgumentParser) -> None:
         "threads), each cell run many times as a point of the suite's own program (its adaptive timing loop and "
         "its checks), all runs of all cells in one seeded random order, so that the machine's drift falls on "
         "every runtime alike. Prints each construct's median overhead per runtime (the median of the runs' "
-        "medians, 95% interval) and libgomp's median over each runtime's with its 95% interval; stores the run "
+        "medians, 95% interval) and each runtime's median over libgomp's with its 95% interval; stores the run "
         "(show, compare --between model=gomp,ult and report work on it).",
         epilog="exit status: 0 every run verified, 1 a run failed or a check failed (a run during which the "
         "machine changed state is marked, not failed), 2 bad usage, 130 interrupted by Ctrl-C (the finished "

@@ -17,10 +17,11 @@ from threadlab.report import html
 from threadlab.report.cells import check_mark, median_text, missing_cell
 from threadlab.report.html import Cell
 
-# The suite's records: its benchmarks' names start with this, the EPCC
-# overhead is their metric (omp.region.overhead, of model openmp, has
-# other metrics and no runtime column).
-BENCHMARK_PREFIX = "omp."
+# The suite's records: its benchmarks' names start with one of these (the
+# suite's own, and `threadlab study omp`'s cells: one sample per run, the
+# run's median), the EPCC overhead is their metric (omp.region.overhead,
+# of model openmp, has other metrics and no runtime column).
+BENCHMARK_PREFIXES = ("omp.", "study.omp.")
 METRIC = "overhead"
 BASELINE = "gomp"
 # Runtimes in this order, any other after them as the records have them.
@@ -50,7 +51,7 @@ def construct_of(record: Mapping[str, Any]) -> str:
 
 def construct_table(records: Sequence[Mapping[str, Any]]) -> ConstructTable | None:
     """The omp suite's records as constructs by runtime; None when there are none."""
-    mine = [r for r in records if r["benchmark"].startswith(BENCHMARK_PREFIX) and r["metric"] == METRIC]
+    mine = [r for r in records if r["benchmark"].startswith(BENCHMARK_PREFIXES) and r["metric"] == METRIC]
     if not mine:
         return None
     seen = list(dict.fromkeys(r["model"] for r in mine))

@@ -3,8 +3,9 @@
 
 - each construct's overhead on each runtime: the median over the runs of
   each run's median [95% interval of that median];
-- libgomp against each other runtime: median(libgomp) / median(runtime)
-  [95% Price-Bonett interval] (above 1: that runtime is cheaper), the
+- each other runtime against libgomp: median(runtime) / median(libgomp)
+  [95% Price-Bonett interval], the direction of `threadlab compare` and
+  the report (below 1: that runtime is cheaper; 0.20 is 5x cheaper), the
   measure of issue 14's targets (5x for nested regions and tasks, no
   worse for regions and barriers).
 """
@@ -17,6 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from threadlab.analysis import stats
+from threadlab.analysis.compare import format_ratio
 from threadlab.output.table import Footnotes
 from threadlab.output.units import format_number, scale_time, to_ns
 from threadlab.study.cells import marks, print_titled as _print
@@ -73,11 +75,11 @@ def median_cell(record: Mapping[str, Any] | None, notes: Footnotes) -> str:
 
 def ratio(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None) -> tuple[float | None,
                                                                                     stats.Interval | None]:
-    """median(base) / median(other) with its 95% Price-Bonett interval."""
+    """median(other) / median(base) with its 95% Price-Bonett interval."""
     if not (_measured(base) and _measured(other)):
         return None, None
     assert base is not None and other is not None
-    return stats.ratio_of_medians(other["samples"], base["samples"])
+    return stats.ratio_of_medians(base["samples"], other["samples"])
 
 
 def ratio_cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None, notes: Footnotes) -> str:
@@ -87,9 +89,9 @@ def ratio_cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None, 
     value, interval = ratio(base, other)
     if value is None:
         return "—" + notes.ref("a median is 0 or below (an overhead within the noise of the delay subtracted)")
-    text = f"{value:.2f}"
+    text = format_ratio(value)
     if interval is not None:
-        text += f" [{interval.low:.2f}, {interval.high:.2f}]"
+        text += f" [{format_ratio(interval.low)}, {format_ratio(interval.high)}]"
     return text
 
 
@@ -114,17 +116,18 @@ def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = 
         notes = Footnotes()
         rows = [[c] + [ratio_cell(cells.get((c, BASELINE)), cells.get((c, r)), notes) for r in others]
                 for c in constructs]
-        _print(console, f"{RUNTIME_NAMES[BASELINE]} / each runtime: the ratio of the medians [95% Price-Bonett "
-               "interval] (above 1: that runtime is cheaper)",
-               [("construct", "left")] + [(RUNTIME_NAMES.get(r, r), "right") for r in others], rows, notes.texts)
+        _print(console, f"Each runtime / {RUNTIME_NAMES[BASELINE]}: the ratio of the medians [95% Price-Bonett "
+               "interval] (below 1: that runtime is cheaper; 0.20: 5x cheaper)",
+               [("construct", "left")] + [(f"{RUNTIME_NAMES.get(r, r)} / {RUNTIME_NAMES[BASELINE]}", "right")
+                                          for r in others], rows, notes.texts)
         console.print()
     console.file.flush()
 
 
 def summary_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The cells as data (--json and the tests): construct, runtime,
-    status, the median of the runs' medians, its runs, and libgomp's
-    median over it with the interval."""
+    status, the median of the runs' medians, its runs, and its median
+    over libgomp's with the interval."""
     cells, constructs, runtimes = collect(records)
     rows = []
     for construct in constructs:
@@ -139,7 +142,7 @@ def summary_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                            state_changed=record.get("extra", {}).get("runs_state_changed"))
             if runtime != BASELINE:
                 value, interval = ratio(cells.get((construct, BASELINE)), record)
-                row.update(baseline_ratio=value, baseline_ratio_low=interval.low if interval else None,
-                           baseline_ratio_high=interval.high if interval else None)
+                row.update(ratio_to_baseline=value, ratio_low=interval.low if interval else None,
+                           ratio_high=interval.high if interval else None)
             rows.append(row)
     return rows

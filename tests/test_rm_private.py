@@ -141,9 +141,15 @@ def test_a_sigkilled_study_takes_its_private_manager_along(private_tmp: tuple[Pa
         study.kill()  # SIGKILL: nothing of the study runs after it
         study.communicate(timeout=DEADLINE_S)
         poll("the private manager gone with its owner", lambda: not marked_managers(leftovers.marker))
+        # its arena and directory gone with it: polled, since a process
+        # whose /proc entry cannot be read at one instant (starting, or
+        # leaving) is not counted above (seen once in CI: the directory
+        # there a moment after the managers looked gone). One left for
+        # good still fails here.
         for environ in managers.values():
-            assert not Path("/dev/shm" + environ[rm.ARENA_ENV]).exists()
-            assert not Path(environ[rm.DIR_ENV]).exists()
+            poll("the private manager's arena and directory removed",
+                 lambda: not Path("/dev/shm" + environ[rm.ARENA_ENV]).exists()
+                 and not Path(environ[rm.DIR_ENV]).exists())
     finally:
         if study.poll() is None:
             study.kill()

@@ -155,6 +155,12 @@ def test_spawn_run_leaves_the_process_its_cpus(real_native: Path) -> None:
 # -------------------------------------------------------------- bench suite
 
 
+def _hung(record: dict[str, Any]) -> bool:
+    """A point lost to a process start that hung (Open MPI 4.1 with PMIx 4)."""
+    reason = record.get("reason") or ""
+    return "stuck in PMIx_Init" in reason or "timed out" in reason
+
+
 @needs_mpi
 @pytest.mark.heavy
 def test_spawn_suite_measures_threads_and_processes(real_native: Path, db_path: Path) -> None:
@@ -163,10 +169,18 @@ def test_spawn_suite_measures_threads_and_processes(real_native: Path, db_path: 
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "threadlab", "bench", "--suite", "spawn", "--quick", "--quiet",
-                           "--timeout", "120"], capture_output=True, text=True, timeout=400, check=False,
-                          env={**os.environ})
-    records = stored_records(db_path)
+    # A small share of Open MPI's process starts hang in PMIx_Init here: the
+    # library ends such a spawn with its reason (status 124), and the point
+    # fails. A sweep that lost a point so is run once more, as the mpi
+    # suite's tests do (a hang twice in a row fails the test).
+    for attempt in (1, 2):
+        db = db_path.with_name(f"spawn-suite-{attempt}.db")
+        done = subprocess.run([sys.executable, "-m", "threadlab", "--db", str(db), "bench", "--suite", "spawn",
+                               "--quick", "--quiet", "--timeout", "120"], capture_output=True, text=True, timeout=400,
+                              check=False, env={**os.environ})
+        records = stored_records(db) if db.exists() else []
+        if not any(_hung(r) for r in records):
+            break
     assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []
     times = [r for r in records if r["metric"] == "time"]
     kinds = {(r["benchmark"], r["params"]["kind"]) for r in times}

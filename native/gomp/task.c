@@ -985,8 +985,7 @@ static void task_init_common(tlg_task *t, tlg_thread *thr, tlg_task *parent, uns
     t->taskgroup = parent->taskgroup;
     t->icv = parent->icv;
     t->final = parent->final || (flags & TLG_TASK_FINAL);
-    t->deferred = 0;
-    t->priority = 0;
+    t->deferred = 0; /* priority: task_alloc's */
     child_ref(parent); /* parent stays while t exists */
 }
 

@@ -86,6 +86,10 @@ ALL_SUITES = "all"
 # Suites whose every point is started by a launcher (mpirun, srun: the
 # launcher's words before the program; docs/mpi.md).
 LAUNCHED_SUITES: tuple[str, ...] = ("mpi",)
+# The omp suite's runtimes (one program each, the record's model), in the
+# order its tables show them, and the one the others are compared with.
+OMP_RUNTIMES: tuple[str, ...] = ("gomp", "llvmomp", "shim", "ult")
+OMP_BASELINE = "gomp"
 # The options of the adaptive loop (the C programs': their kinds, ranges
 # and defaults are stated in native/core/options.c and read through
 # `--options`, native.protocol.native_options).

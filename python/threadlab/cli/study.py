@@ -286,10 +286,10 @@ def _plan(args: argparse.Namespace) -> apps.Plan:
     )
 
 
-def _environment_programs(plan: apps.Plan) -> list[Path]:
+def _environment_programs(plan: apps.Plan | omp_study.Plan) -> list[Path]:
     """The programs whose --env describes the run: the primitives suite's
-    first (it knows the topology and the clock), then every application
-    program the study runs."""
+    first (it knows the topology and the clock), then every program the
+    study's cells run (apps, omp)."""
     used = list(dict.fromkeys(cell.program for cell in plan.cells if cell.program and not cell.unsupported))
     return _bench_program() + used  # type: ignore[operator]
 
@@ -432,9 +432,8 @@ def cmd_omp(args: argparse.Namespace) -> int:
     header = (f"study omp: {len(plan.constructs)} constructs x {len(plan.runtimes)} runtimes "
               f"({','.join(plan.runtimes)}) = {len(plan.cells)} cells, {plan.threads} threads {plan.placement}, "
               f"{plan.runs} runs each: {len(plan.jobs)} runs in a random order (seed {plan.seed})")
-    used = list(dict.fromkeys(cell.program for cell in plan.cells if not cell.unsupported))
     return _stored_study(
         args, omp_study.STUDY, name=name, options=plan.options(), catalog=plan.catalog(),
-        programs=_bench_program() + used, planned=len(plan.cells), total=len(plan.jobs), header=header,
+        programs=_environment_programs(plan), planned=len(plan.cells), total=len(plan.jobs), header=header,
         noun="runs", run=lambda keep, progress: omp_study.run_study(plan, keep, progress),
     )

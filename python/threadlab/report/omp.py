@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from threadlab import vocabulary
 from threadlab.analysis import stats
 from threadlab.analysis.compare import format_ratio
 from threadlab.analysis.points import canonical_params, placement_rank, placement_text, samples_in
@@ -23,9 +24,9 @@ from threadlab.report.html import Cell
 # of model openmp, has other metrics and no runtime column).
 BENCHMARK_PREFIXES = ("omp.", "study.omp.")
 METRIC = "overhead"
-BASELINE = "gomp"
+BASELINE = vocabulary.OMP_BASELINE
 # Runtimes in this order, any other after them as the records have them.
-RUNTIME_ORDER = ("gomp", "llvmomp", "shim", "ult")
+RUNTIME_ORDER = vocabulary.OMP_RUNTIMES
 # The params that become columns when they vary, in this order (others after,
 # by name); `construct` is the row's name.
 PARAM_ORDER = ("threads", "schedule", "chunk")

@@ -27,7 +27,7 @@ def marks(records: Sequence[Mapping[str, Any] | None], notes: Footnotes) -> str:
     return text
 
 
-def _missing(record: Mapping[str, Any] | None, notes: Footnotes) -> str | None:
+def missing_text(record: Mapping[str, Any] | None, notes: Footnotes) -> str | None:
     """The text of a cell that has no measurement, else None."""
     if record is None:
         return ""
@@ -55,7 +55,7 @@ def speedup_cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None
                  per: float = 1.0) -> str:
     """mean(base) / mean(other) / per, with its Fieller interval."""
     for record in (base, other):
-        missing = _missing(record, notes)
+        missing = missing_text(record, notes)
         if missing is not None:
             return missing
     assert base is not None and other is not None
@@ -71,7 +71,7 @@ def speedup_cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None
 def mean_cell(record: Mapping[str, Any] | None, notes: Footnotes) -> str:
     """The record's mean with its 95% interval (stats.mean_interval: a time's on the
     log scale), in its unit."""
-    missing = _missing(record, notes)
+    missing = missing_text(record, notes)
     if missing is not None:
         return missing
     assert record is not None
@@ -79,6 +79,18 @@ def mean_cell(record: Mapping[str, Any] | None, notes: Footnotes) -> str:
     assert summary is not None
     return (_interval_text(summary.mean, stats.mean_interval(record["samples"], record["unit"]), record["unit"])
             + marks([record], notes))
+
+
+def median_cell(record: Mapping[str, Any] | None, notes: Footnotes) -> str:
+    """The median of the record's samples with its 95% interval
+    (stats.median_ci, order statistics; none for one sample), in its unit."""
+    missing = missing_text(record, notes)
+    if missing is not None:
+        return missing
+    assert record is not None
+    samples = record["samples"]
+    interval = stats.median_ci(samples) if len(samples) > 1 else None
+    return _interval_text(stats.describe(samples).median, interval, record["unit"]) + marks([record], notes)
 
 
 def print_titled(console: Console, title: str, headers: Sequence[tuple[str, str]], rows: Sequence[Sequence[str]],

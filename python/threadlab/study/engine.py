@@ -124,6 +124,17 @@ class Outcome(Protocol):
     reason: str | None
 
 
+@dataclass
+class RecordOutcome:
+    """The outcome of a run whose program prints a record (the spawn and
+    omp studies): the record ({} when there is none) and the run's time."""
+
+    kind: str  # "ok", "wrong", "failed", "unsupported"
+    reason: str | None
+    record: dict[str, Any]
+    wall_s: float = 0.0
+
+
 def drive(
     cells: Sequence[Any],
     jobs: Sequence[Job],

@@ -34,6 +34,7 @@ from threadlab.run.progress import JobProgress
 from threadlab.run.runner import Result
 from threadlab.study.engine import (Job, cell_record, drive, interleaved_jobs, new_seed, parse_list, run_checks,
                                     run_program)
+from threadlab.study.engine import RecordOutcome as Outcome
 
 STUDY = "omp"
 SUITE = "omp"
@@ -48,8 +49,8 @@ DEFAULT_CONSTRUCTS = ("parallel", "barrier", "nested", "parallel_task", "master_
 # The suite's order (omp.sync's, then omp.task's): the tables' rows.
 CONSTRUCT_ORDER = ("parallel", "for", "parallel_for", "parallel_for_dynamic", "barrier", "single", "critical", "lock",
                    "atomic", "reduction", "nested", "parallel_task", "master_task", "taskwait")
-BASELINE = "gomp"  # libgomp: the ratios' numerator
-RUNTIME_ORDER = ("gomp", "llvmomp", "shim", "ult")
+BASELINE = vocabulary.OMP_BASELINE  # libgomp: the ratios' denominator
+RUNTIME_ORDER = vocabulary.OMP_RUNTIMES
 DEFAULT_THREADS = 2
 DEFAULT_PLACEMENT = "different-cpus"
 DEFAULT_RUNS = 8
@@ -155,13 +156,6 @@ def find_suite() -> tuple[list[BenchmarkInfo], dict[str, Path]]:
     return catalog, {program.name: program for program in programs}
 
 
-def _construct_values(info: BenchmarkInfo) -> tuple[str, ...]:
-    for param in info.params:
-        if param.name == "construct":
-            return param.values
-    return ()
-
-
 def make_plan(
     *,
     catalog: Sequence[BenchmarkInfo],
@@ -188,7 +182,8 @@ def make_plan(
             raise UserError(f"--runtimes: '{runtime}' has no program here; accepted: {', '.join(built)}")
     by_construct: dict[str, dict[str, BenchmarkInfo]] = {}
     for info in catalog:
-        for construct in _construct_values(info):
+        construct_param = info.param("construct")
+        for construct in construct_param.values if construct_param else ():
             by_construct.setdefault(construct, {})[info.model] = info
     # the defaults that a program here offers; a construct asked for, any one
     constructs = list(constructs or [c for c in DEFAULT_CONSTRUCTS if c in by_construct])
@@ -199,8 +194,7 @@ def make_plan(
     if placement not in vocabulary.PLACEMENTS:
         raise UserError(f"--placement {placement}: expected one of {', '.join(vocabulary.PLACEMENTS)}")
     threads = threads or DEFAULT_THREADS
-    counts = sorted({v for info in catalog for p in info.params if p.name == "threads" for v in p.values},
-                    key=lambda v: (not v.isdigit(), int(v) if v.isdigit() else 0, v))
+    counts = sorted({v for info in catalog for v in getattr(info.param("threads"), "values", ())}, key=lambda v: int(v) if v.isdigit() else 1 << 30)
     if counts and str(threads) not in counts:
         raise UserError(f"--threads {threads}: not a team size of the suite; accepted: {', '.join(counts)}")
     runs = runs or (QUICK_RUNS if quick else DEFAULT_RUNS)
@@ -229,14 +223,6 @@ def run_argv(plan: Plan, cell: Cell) -> list[str]:
     argv = [str(cell.program), "--run", cell.benchmark, "--placement", plan.placement,
             "--param", f"construct={cell.construct}", "--param", f"threads={plan.threads}"]
     return argv + (["--quick"] if plan.quick else [])
-
-
-@dataclass
-class Outcome:
-    kind: str  # ok | wrong | failed | unsupported
-    reason: str | None
-    record: dict[str, Any]
-    wall_s: float = 0.0
 
 
 def _record(lines: Sequence[str], cell: Cell) -> dict[str, Any] | None:

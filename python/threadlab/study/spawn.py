@@ -35,6 +35,7 @@ from threadlab.run.progress import JobProgress
 from threadlab.run.runner import Result
 from threadlab.study.engine import (Job, cell_record, drive, interleaved_jobs, new_seed, parse_list, run_checks,
                                     run_program)
+from threadlab.study.engine import RecordOutcome as Outcome
 
 STUDY = "spawn"
 PROGRAM = "threadlab-spawn-cilksort"
@@ -242,14 +243,6 @@ def run_argv(plan: Plan, cell: Cell, n: int | None = None) -> list[str]:
     return spawn.launch_argv(plan.launcher, command, max_threads=None if cell.limit == PROCESS_ONLY else cell.limit,
                              timeout_s=plan.timeout_s, spawn_timeout_s=plan.spawn_timeout_s,
                              limit_counts=plan.limit_counts)
-
-
-@dataclass
-class Outcome:
-    kind: str  # ok | wrong | failed
-    reason: str | None
-    record: dict[str, Any]
-    wall_s: float
 
 
 def _record(lines: Sequence[str]) -> dict[str, Any] | None:

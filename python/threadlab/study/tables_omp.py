@@ -20,8 +20,7 @@ from rich.text import Text
 from threadlab.analysis import stats
 from threadlab.analysis.compare import format_ratio
 from threadlab.output.table import Footnotes
-from threadlab.output.units import format_number, scale_time, to_ns
-from threadlab.study.cells import marks, print_titled as _print
+from threadlab.study.cells import median_cell, missing_text, print_titled as _print
 from threadlab.study.omp import BASELINE, CONSTRUCT_ORDER, RUNTIME_ORDER, is_study_record
 
 RUNTIME_NAMES = {"gomp": "libgomp", "llvmomp": "libomp", "shim": "shim", "ult": "threadlab-gomp (ult)"}
@@ -45,34 +44,6 @@ def _measured(record: Mapping[str, Any] | None) -> bool:
     return bool(record and record.get("status") == "ok" and record.get("samples"))
 
 
-def _missing(record: Mapping[str, Any] | None, notes: Footnotes) -> str:
-    if record is None:
-        return ""
-    if record["status"] == "unsupported":
-        return "n/a " + notes.ref(f"unsupported: {record['reason']}")
-    return "FAILED " + notes.ref(f"failed: {record.get('reason')}")
-
-
-def _ns(value: float, unit: str) -> tuple[str, float]:
-    scaled, shown = scale_time(to_ns(value, unit))
-    return shown, (scaled / value if value else 1.0)
-
-
-def median_cell(record: Mapping[str, Any] | None, notes: Footnotes) -> str:
-    """The median of the runs' medians [its 95% interval], in its unit."""
-    if not _measured(record):
-        return _missing(record, notes)
-    assert record is not None
-    samples = record["samples"]
-    median = stats.describe(samples).median
-    shown, factor = _ns(median, record["unit"])
-    interval = stats.median_ci(samples)
-    text = f"{format_number(median * factor)} {shown}"
-    if len(samples) > 1:
-        text += f" [{format_number(interval.low * factor)}, {format_number(interval.high * factor)}]"
-    return text + marks([record], notes)
-
-
 def ratio(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None) -> tuple[float | None,
                                                                                     stats.Interval | None]:
     """median(other) / median(base) with its 95% Price-Bonett interval."""
@@ -85,7 +56,7 @@ def ratio(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None) -> tu
 def ratio_cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None, notes: Footnotes) -> str:
     for record in (base, other):
         if not _measured(record):
-            return _missing(record, notes)
+            return missing_text(record, notes) or ""
     value, interval = ratio(base, other)
     if value is None:
         return "—" + notes.ref("a median is 0 or below (an overhead within the noise of the delay subtracted)")

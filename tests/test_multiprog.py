@@ -22,7 +22,7 @@ import pytest
 
 from conftest import REAL_NATIVE_DIR, REPO, stored_records, wait_for_records
 from threadlab.records import schema
-from threadlab.errors import UserError
+from threadlab.errors import ThreadlabError, UserError
 from threadlab.native import rm
 from threadlab.study import multiprog, tables_multiprog
 
@@ -110,7 +110,8 @@ def test_plan_scenarios() -> None:
 
 def test_plan_defaults_quick_and_no_dedicated() -> None:
     plan = multiprog.make_plan(program=FAKE, cpus=[0, 1], seed=1)
-    assert plan.apps == list(multiprog.APPS) and plan.baselines == list(multiprog.BASELINES)
+    # every baseline but llvmomp, whose kernels are not built beside FAKE
+    assert plan.apps == list(multiprog.APPS) and plan.baselines == [b for b in multiprog.BASELINES if b != "llvmomp"]
     assert plan.degrees == [1, 2, 4, 8] and plan.runs == multiprog.DEFAULT_RUNS and plan.size == "W"
     assert plan.policy == multiprog.DEFAULT_POLICY
     quick = multiprog.make_plan(program=FAKE, cpus=[0, 1], seed=1, quick=True)
@@ -128,7 +129,7 @@ def test_plan_defaults_quick_and_no_dedicated() -> None:
 @pytest.mark.parametrize("parse, text, named", [
     (multiprog.parse_apps, "cg,bt", ["'bt'", "ep, cg, mg, sp"]),
     (multiprog.parse_apps, "cg,", ["empty"]),
-    (multiprog.parse_baselines, "rm,pgi", ["'pgi'", "rm, ult, gomp, passive, dynamic, static"]),
+    (multiprog.parse_baselines, "rm,pgi", ["'pgi'", "rm, ult, gomp, llvmomp, passive, dynamic, static"]),
     (multiprog.parse_degrees, "0,2", ["'0'", "from 1 to 64"]),
     (multiprog.parse_degrees, "1,65", ["'65'", "from 1 to 64"]),
     (multiprog.parse_degrees, "4-2", ["'4-2'"]),
@@ -552,8 +553,11 @@ def test_quick_study_end_to_end_with_show_and_report(db_path: Path, tmp_path: Pa
     assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []
     assert all(r["status"] == "ok" for r in records)
     turnaround = [r for r in records if r["metric"] == "turnaround" and "degree" in r["params"]]
+    # every baseline; llvmomp where its kernels were built (libomp-dev installed)
+    baselines = [b for b in multiprog.BASELINES
+                 if b != "llvmomp" or os.access(real_native / multiprog.LLVMOMP_PROGRAM, os.X_OK)]
     assert {(r["benchmark"], r["model"], r["params"]["degree"]) for r in turnaround} == {
-        (f"study.multiprog.{a}", b, k) for a in multiprog.APPS for b in multiprog.BASELINES for k in ("1", "2")}
+        (f"study.multiprog.{a}", b, k) for a in multiprog.APPS for b in baselines for k in ("1", "2")}
     scenarios = {(r["params"]["scenario"], r["model"]): r for r in records
                  if r["metric"] == "turnaround" and "scenario" in r["params"]}
     assert {name for name, _ in scenarios} == set(multiprog.SCENARIOS)
@@ -575,6 +579,9 @@ def test_quick_study_end_to_end_with_show_and_report(db_path: Path, tmp_path: Pa
         if record["model"] == "ult":  # really on libthreadlab-gomp, not fallen back to libgomp
             assert next(c for c in record["checks"] if c["name"] == "runtime")["ok"]
             assert extra["runtime"] == "libthreadlab-gomp.so"
+        if record["model"] == "llvmomp":  # really on LLVM's libomp
+            assert next(c for c in record["checks"] if c["name"] == "runtime")["ok"]
+            assert extra["runtime"].startswith("libomp.so")
         if record["model"] == "static" and ncpus == 2 and record["params"].get("degree") == "2":
             assert extra["team_max"] == 1  # each instance's share is one CPU
     for text in ("the seed's Table 1", "the seed's Table 2", "Against plain libgomp",
@@ -697,8 +704,59 @@ def test_launches_of_the_ult_baseline(monkeypatch: pytest.MonkeyPatch, real_nati
     assert multiprog.MANAGED_BASELINES == {"rm": "shim", "ult": "ult"}
 
 
-def _ult_cell(runtimes: list[str], managed: list[bool]) -> multiprog.Cell:
-    cell = multiprog.Cell(0, "ep", "ult", len(runtimes), 2, False)
+def _fake_programs(tmp_path: Path, llvmomp: bool) -> Path:
+    """An executable threadlab-npb in tmp_path, and threadlab-npb-llvmomp
+    beside it when llvmomp (neither is run)."""
+    names = [multiprog.PROGRAM] + ([multiprog.LLVMOMP_PROGRAM] if llvmomp else [])
+    for name in names:
+        (tmp_path / name).write_text("#!/bin/sh\nexit 1\n")
+        (tmp_path / name).chmod(0o755)
+    return tmp_path / multiprog.PROGRAM
+
+
+def test_the_llvmomp_baseline_runs_the_kernels_linked_against_libomp(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    program = _fake_programs(tmp_path, llvmomp=True)
+    llvmomp = tmp_path / multiprog.LLVMOMP_PROGRAM
+    # built: among the default baselines, after gomp
+    plan = multiprog.make_plan(program=program, apps=["cg"], cpus=[0, 1], seed=1, scenarios=[])
+    assert plan.baselines == list(multiprog.BASELINES) and plan.llvmomp_program == llvmomp
+    # its instances: that program, plain libomp defaults (nothing of libgomp's, KMP_* of the user scrubbed)
+    monkeypatch.setenv("KMP_BLOCKTIME", "0")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "active")
+    starts = multiprog.launches(multiprog.Cell(0, "cg", "llvmomp", 2, 2, False), plan, None)
+    assert [l.argv for l in starts] == [[str(llvmomp), "--run", "study.multiprog.cg", "--param", "size=W"]] * 2
+    for launch in starts:
+        assert launch.env["OMP_NUM_THREADS"] == "2" and launch.affinity is None
+        assert not any(k.startswith(("KMP_", "OMP_WAIT", "GOMP_")) for k in launch.env)
+    gomp = multiprog.launches(multiprog.Cell(0, "cg", "gomp", 1, 2, False), plan, None)
+    assert gomp[0].argv[0] == str(program)
+    # not built: left out of the defaults, refused by name saying what to install
+    llvmomp.unlink()
+    program = _fake_programs(tmp_path, llvmomp=False)
+    assert "llvmomp" not in multiprog.make_plan(program=program, cpus=[0, 1], seed=1).baselines
+    with pytest.raises(ThreadlabError, match="threadlab-npb-llvmomp is not built.*libomp-dev"):
+        multiprog.make_plan(program=program, baselines=["gomp", "llvmomp"], cpus=[0, 1], seed=1)
+
+
+def test_an_llvmomp_instance_on_another_runtime_fails_its_check(tmp_path: Path) -> None:
+    plan = multiprog.make_plan(program=_fake_programs(tmp_path, llvmomp=True), apps=["ep"], baselines=["llvmomp"],
+                               degrees=[2], runs=1, seed=1, cpus=[0, 1])
+    libomp = "/usr/lib/llvm-14/lib/libomp.so.5"
+    good = multiprog.cell_records(_ult_cell([libomp, libomp], [None, None], "llvmomp"), plan)[0]
+    assert {c["name"]: c["ok"] for c in good["checks"]} == {"verified": True, "runtime": True}
+    assert good["extra"]["runtime"] == "libomp.so.5" and good["extra"]["program"] == multiprog.LLVMOMP_PROGRAM
+    wrong = multiprog.cell_records(_ult_cell([libomp, "/usr/lib/x86_64-linux-gnu/libgomp.so.1"], [None, None],
+                                             "llvmomp"), plan)[0]
+    check = next(c for c in wrong["checks"] if c["name"] == "runtime")
+    assert check["ok"] is False and "1 of 2 instances ran on another runtime" in check["detail"]
+    # a library whose name only begins like libomp's is not it
+    assert not multiprog.cell_records(_ult_cell(["/x/libompx.so", libomp], [None, None], "llvmomp"),
+                                      plan)[0]["checks"][1]["ok"]
+
+
+def _ult_cell(runtimes: list[str], managed: list[bool | None], baseline: str = "ult") -> multiprog.Cell:
+    cell = multiprog.Cell(0, "ep", baseline, len(runtimes), 2, False)
     instances = [multiprog.Instance(1.0, 0, True, {"verified": True, "runtime": r, "managed": m, "quantity": "sx",
                                                    "tolerance": 1e-8}, 1, 1) for r, m in zip(runtimes, managed)]
     multiprog.record_experiment(cell, multiprog.Experiment("ok", None, instances, 1.0))

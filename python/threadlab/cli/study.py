@@ -173,9 +173,10 @@ def _add_multiprog(studies: Any, common: ArgumentParser) -> None:
     m = studies.add_parser(
         "multiprog", parents=[common], help="OpenMP programs sharing the CPUs: the manager against libgomp (after Barekas et al.)",
         description="Workloads of k instances of one NAS-like OpenMP kernel (threadlab-npb: ep, cg, mg, sp), "
-        "started at once (or --stagger'ed), each asking for every CPU, under six baselines: rm (threadlab-rm, a "
+        "started at once (or --stagger'ed), each asking for every CPU, under seven baselines: rm (threadlab-rm, a "
         "private manager per experiment, and the libgomp shim), ult (the same manager, the kernels on "
-        "libthreadlab-gomp: OpenMP on user-level threads), gomp (plain libgomp defaults), passive "
+        "libthreadlab-gomp: OpenMP on user-level threads), gomp (plain libgomp defaults), llvmomp (plain LLVM "
+        "libomp defaults: the kernels linked against libomp, built where libomp-dev is installed), passive "
         "(OMP_WAIT_POLICY=passive), dynamic (OMP_DYNAMIC=true), static (each instance bound to its share of the "
         "CPUs, OMP_NUM_THREADS = its size); plus dedicated runs of one instance on 1..N CPUs (rm and gomp), "
         "and scenarios where the manager should win: kernels mixed and arriving staggered, a late arrival, and "
@@ -196,7 +197,8 @@ def _add_multiprog(studies: Any, common: ArgumentParser) -> None:
                    f"1-4 (default {','.join(map(str, multiprog.DEFAULT_DEGREES))}, as in Barekas et al.; "
                    f"{','.join(map(str, multiprog.QUICK_DEGREES))} with --quick)")
     m.add_argument("--baselines", type=multiprog.parse_baselines, metavar="LIST",
-                   help=f"baselines, comma-separated from {', '.join(multiprog.BASELINES)} (default: all)")
+                   help=f"baselines, comma-separated from {', '.join(multiprog.BASELINES)} (default: all; "
+                   "llvmomp only where threadlab-npb-llvmomp was built)")
     m.add_argument("--runs", type=number("--runs", int, 1, 1000), metavar="N",
                    help=f"experiments per cell, 1..1000 (default {multiprog.DEFAULT_RUNS}, as in Barekas et al.; "
                    f"{multiprog.QUICK_RUNS} with --quick)")

@@ -5,7 +5,7 @@ started at once (or staggered), each asking for every CPU, and scenarios
 where the manager should win (SCENARIOS: kernels mixed, arriving
 staggered and finishing at different times; the late arrival of a long
 region; faults: the manager stopped, a program SIGKILLed mid-run), under
-six baselines:
+seven baselines:
 
     rm        threadlab-rm, a private manager per experiment, and the libgomp
               shim through its launcher (threadlab.rm: Manager.start_private,
@@ -14,6 +14,8 @@ six baselines:
               ABI on user-level threads, following the allocation inside
               regions) through the same launcher (omp_launch runtime "ult")
     gomp      plain libgomp defaults
+    llvmomp   plain LLVM libomp defaults: the same kernels linked against
+              libomp (threadlab-npb-llvmomp, built where libomp-dev is)
     passive   OMP_WAIT_POLICY=passive
     dynamic   OMP_DYNAMIC=true
     static    a static split of the CPUs: each instance bound to its share
@@ -55,16 +57,22 @@ from threadlab.study.engine import (Job, allowed_cpus, cell_record, drive, inter
 
 STUDY = "multiprog"
 PROGRAM = "threadlab-npb"
+# The kernels linked against LLVM's libomp (native/npb), beside PROGRAM.
+LLVMOMP_PROGRAM = "threadlab-npb-llvmomp"
 BENCHMARK_PREFIX = "study.multiprog."
 
 APPS: tuple[str, ...] = ("ep", "cg", "mg", "sp")
-BASELINES: tuple[str, ...] = ("rm", "ult", "gomp", "passive", "dynamic", "static")
+BASELINES: tuple[str, ...] = ("rm", "ult", "gomp", "llvmomp", "passive", "dynamic", "static")
 # The baselines under a private threadlab-rm, and the runtime their
 # instances run on (threadlab.native.rm.OMP_RUNTIMES).
 MANAGED_BASELINES: dict[str, str] = {"rm": "shim", "ult": "ult"}
 # The baselines that also run dedicated (Table 1: threadlab's system
 # against plain libgomp, as the seed's Nanos against PGI).
 DEDICATED_BASELINES: tuple[str, ...] = ("rm", "gomp")
+# The runtime library each baseline's instances must report (the file
+# providing GOMP_parallel: threadlab-npb's "runtime"), for those where
+# falling back to another would measure the wrong runtime.
+BASELINE_RUNTIMES: dict[str, str] = {"ult": "libthreadlab-gomp.so", "llvmomp": "libomp.so"}
 SIZES: tuple[str, ...] = ("small", "S", "W", "A")
 DEFAULT_SIZE, QUICK_SIZE = "W", "small"
 DEFAULT_DEGREES: tuple[int, ...] = (1, 2, 4, 8)  # the seed's
@@ -308,6 +316,14 @@ class Plan:
     program: Path
     cells: list[Cell]
     jobs: list[Job]
+    llvmomp_program: Path | None = None  # the llvmomp baseline's kernels
+
+    def program_of(self, baseline: str) -> Path:
+        """The kernels' program an instance of `baseline` runs."""
+        if baseline == "llvmomp":
+            assert self.llvmomp_program is not None
+            return self.llvmomp_program
+        return self.program
 
     def options(self) -> dict[str, Any]:
         return {
@@ -360,6 +376,13 @@ def find_program() -> Path:
     return discovery.find_one(PROGRAM)
 
 
+def llvmomp_program(program: Path) -> Path | None:
+    """threadlab-npb-llvmomp beside `program`, when it was built (CMake
+    builds it where it finds LLVM's libomp)."""
+    path = program.with_name(LLVMOMP_PROGRAM)
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
 def make_plan(
     *,
     program: Path,
@@ -380,9 +403,19 @@ def make_plan(
     quick: bool = False,
 ) -> Plan:
     """Every cell and every experiment, in a seeded random order, settled
-    before anything runs.  scenarios None: every scenario."""
+    before anything runs.  scenarios None: every scenario; baselines None:
+    every baseline, llvmomp only when its program was built beside
+    `program` (asked for by name without it: ThreadlabError saying how to
+    build it)."""
     apps = list(apps or APPS)
-    baselines = list(baselines or BASELINES)
+    llvmomp = llvmomp_program(program)
+    if baselines is None:
+        baselines = [b for b in BASELINES if b != "llvmomp" or llvmomp is not None]
+    baselines = list(baselines)
+    if "llvmomp" in baselines and llvmomp is None:
+        raise ThreadlabError(f"--baselines llvmomp: {program.with_name(LLVMOMP_PROGRAM)} is not built: it needs LLVM's "
+                             "libomp (Debian's libomp-dev, which scripts/install-deps.sh installs) when the build "
+                             "is configured; install it and run `make` again")
     degrees = sorted(set(degrees or (QUICK_DEGREES if quick else DEFAULT_DEGREES)))
     for degree in degrees:
         if not 1 <= degree <= MAX_DEGREE:
@@ -418,7 +451,8 @@ def make_plan(
                 seed=seed, cpus=cpus, dedicated=dedicated, scenarios=scenarios, policy=policy, other_load=other_load,
                 quantum_ms=quantum_ms,
                 timeout_s=timeout_s or (QUICK_TIMEOUT_S if quick else DEFAULT_TIMEOUT_S), quick=quick,
-                program=program, cells=cells, jobs=numbered)
+                program=program, cells=cells, jobs=numbered,
+                llvmomp_program=llvmomp if "llvmomp" in baselines else None)
 
 
 # ---------------------------------------------------------- environments
@@ -461,7 +495,7 @@ def launches(cell: Cell, plan: Plan, manager_dir: Path | None) -> list[Launch]:
     shares = static_split(own, len(programs)) if cell.baseline == "static" else [None] * len(programs)
     extra = {"passive": {"OMP_WAIT_POLICY": "passive"}, "dynamic": {"OMP_DYNAMIC": "true"}}.get(cell.baseline, {})
     for (kernel, at_s, size), share in zip(programs, shares):
-        argv = [str(plan.program), "--run", BENCHMARK_PREFIX + kernel, "--param", f"size={size}"]
+        argv = [str(plan.program_of(cell.baseline)), "--run", BENCHMARK_PREFIX + kernel, "--param", f"size={size}"]
         if cell.baseline in MANAGED_BASELINES:
             assert manager_dir is not None
             argv, env = rm.omp_launch(argv, base, directory=manager_dir, quiet=True,
@@ -670,7 +704,8 @@ def run_experiment(plan: Plan, cell: Cell, stop: StopRequest) -> Experiment | No
     except ThreadlabError as error:  # the manager did not start
         return Experiment("failed", str(error).splitlines()[0], [], 0.0)
     except OSError as error:  # an instance could not be started
-        return Experiment("failed", f"cannot start {plan.program.name}: {error.strerror or error}", [], 0.0)
+        return Experiment("failed", f"cannot start {plan.program_of(cell.baseline).name}: {error.strerror or error}",
+                          [], 0.0)
     finally:
         for child in children:
             child.kill()
@@ -765,18 +800,25 @@ DEDICATED_METRICS: dict[str, tuple[str, str, str]] = {
 }
 
 
+def _is_library(name: str, library: str) -> bool:
+    """Whether file `name` is `library` (libomp.so: libomp.so.5 too)."""
+    return name == library or name.startswith(library + ".")
+
+
 def _checks(cell: Cell) -> list[dict[str, Any]]:
     measured = len(cell.mean_turnaround)
     checks = run_checks(measured, cell.wrong, cell.failures, cell.runs_done,
                         wrong_what="experiments had an instance that did not verify", noun="experiments",
                         verified=f"every instance of every experiment verified its result ({cell.last.get('quantity')} "
                                  f"within {cell.last.get('tolerance')} of the reference)", verified_unmeasured=True)
-    if cell.baseline == "ult" and cell.runtimes:
-        # A kernel that fell back to libgomp (the library not loaded, or
-        # loaded behind libgomp) would measure the wrong runtime.
-        other = [r for r in cell.runtimes if Path(r).name != rm.ULT_LIBRARY]
+    library = BASELINE_RUNTIMES.get(cell.baseline)
+    if library and cell.runtimes:
+        # A kernel that fell back to libgomp (libthreadlab-gomp not loaded,
+        # or loaded behind libgomp; libomp not the one linked) would
+        # measure the wrong runtime.
+        other = [r for r in cell.runtimes if not _is_library(Path(r).name, library)]
         checks.append({"name": "runtime", "ok": not other, "value": float(len(cell.runtimes) - len(other)),
-                       "detail": f"every instance ran on {rm.ULT_LIBRARY} (the library providing GOMP_parallel)"
+                       "detail": f"every instance ran on {library} (the library providing GOMP_parallel)"
                        if not other else f"{len(other)} of {len(cell.runtimes)} instances ran on another runtime; "
                                          f"first: {other[0] or 'unknown'}"})
     if cell.baseline == "rm" and cell.scenario and cell.scenario.fault == "stop":
@@ -803,7 +845,7 @@ def _extra(cell: Cell, plan: Plan) -> dict[str, Any]:
         "study": STUDY, "kernel": cell.app, "baseline": cell.baseline, "degree": cell.degree,
         "cpus_used": cell.cpus, "dedicated": "yes" if cell.dedicated else "no",
         "runs_planned": plan.runs, "runs_done": cell.runs_done, "runs_failed": len(cell.failures),
-        "seed": plan.seed, "program": PROGRAM,
+        "seed": plan.seed, "program": LLVMOMP_PROGRAM if cell.baseline == "llvmomp" else PROGRAM,
         "policy": plan.policy if cell.baseline in MANAGED_BASELINES else None,
         "quantum_ms": plan.quantum_ms if cell.baseline in MANAGED_BASELINES else None,
         "other_load": plan.other_load if cell.baseline in MANAGED_BASELINES else None,

@@ -72,7 +72,7 @@ DEDICATED_BASELINES: tuple[str, ...] = ("rm", "gomp")
 # The runtime library each baseline's instances must report (the file
 # providing GOMP_parallel: threadlab-npb's "runtime"), for those where
 # falling back to another would measure the wrong runtime.
-BASELINE_RUNTIMES: dict[str, str] = {"ult": "libthreadlab-gomp.so", "llvmomp": "libomp.so"}
+BASELINE_RUNTIMES: dict[str, str] = {"ult": rm.ULT_LIBRARY, "llvmomp": "libomp.so"}
 SIZES: tuple[str, ...] = ("small", "S", "W", "A")
 DEFAULT_SIZE, QUICK_SIZE = "W", "small"
 DEFAULT_DEGREES: tuple[int, ...] = (1, 2, 4, 8)  # the seed's
@@ -800,7 +800,7 @@ DEDICATED_METRICS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def _is_library(name: str, library: str) -> bool:
+def _same_library(name: str, library: str) -> bool:
     """Whether file `name` is `library` (libomp.so: libomp.so.5 too)."""
     return name == library or name.startswith(library + ".")
 
@@ -816,7 +816,7 @@ def _checks(cell: Cell) -> list[dict[str, Any]]:
         # A kernel that fell back to libgomp (libthreadlab-gomp not loaded,
         # or loaded behind libgomp; libomp not the one linked) would
         # measure the wrong runtime.
-        other = [r for r in cell.runtimes if not _is_library(Path(r).name, library)]
+        other = [r for r in cell.runtimes if not _same_library(Path(r).name, library)]
         checks.append({"name": "runtime", "ok": not other, "value": float(len(cell.runtimes) - len(other)),
                        "detail": f"every instance ran on {library} (the library providing GOMP_parallel)"
                        if not other else f"{len(other)} of {len(cell.runtimes)} instances ran on another runtime; "

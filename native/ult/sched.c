@@ -468,16 +468,13 @@ int tlu_sched_has_work(tlu_vp *vp, int patient)
 
 /* ---- yield ------------------------------------------------------------------ */
 
-void tl_ult_yield(void)
+/* tl_ult_yield on a VP: 1 when another thread ran, 0 when none was ready
+ * (or the caller is the VP's scheduler) */
+static int yield_on_vp(tlu_vp *vp)
 {
-    tlu_vp *vp = tlu_vp_self_fast();
-    if (TLU_UNLIKELY(!vp)) {
-        tlu_sched_yield_kernel();
-        return;
-    }
     tlu_thread *cur = vp->current;
     if (TLU_UNLIKELY(!cur))
-        return;
+        return 0;
     tlu_thread *next;
     if (TLU_LIKELY((++vp->tick & 31) != 0 && vp->runq_head && !tlu_vp_must_stop(vp) &&
                   !atomic_load_explicit(&vp->next, RLX) && tlu_deque_size_hint(&vp->dq) <= 0 &&
@@ -488,7 +485,7 @@ void tl_ult_yield(void)
         vp->tick--; /* tlu_sched_pick counts it */
         next = tlu_sched_pick(vp, 0, 0);
         if (!next)
-            return;
+            return 0;
     }
     if (TLU_LIKELY(tlu_rt.nvps == 1 || !(atomic_load_explicit(&tlu_rt.nsleeping, RLX) |
                                        atomic_load_explicit(&tlu_rt.nspinning, RLX))) &&
@@ -502,4 +499,22 @@ void tl_ult_yield(void)
         vp->post_thread = cur;
     }
     tlu_switch_to(vp, cur, next, 0);
+    return 1;
+}
+
+void tl_ult_yield(void)
+{
+    tlu_vp *vp = tlu_vp_self_fast();
+    if (TLU_UNLIKELY(!vp))
+        tlu_sched_yield_kernel();
+    else
+        yield_on_vp(vp);
+}
+
+int tl_ult_sched_yield(void)
+{
+    tlu_vp *vp = tlu_vp_self_fast();
+    if (!vp || !yield_on_vp(vp))
+        tlu_sched_yield_kernel();
+    return 0;
 }

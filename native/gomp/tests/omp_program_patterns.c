@@ -19,13 +19,23 @@
  *             master, which is bound to that VP, and spins for it.  It
  *             must leave the VP to the master; with more threads than
  *             CPUs (OMP_NUM_THREADS) time slices must come as well.
+ *   yield     OpenBLAS's threaded level 3 (found running an unmodified
+ *             dgemm caller under the resource manager): team threads wait
+ *             for each other's flags calling sched_yield between looks,
+ *             in a shared library, where the preemption ticker does not
+ *             interrupt them. With more threads than active VPs the
+ *             thread waited for can be queued behind the spinner on its
+ *             VP, and the kernel's yield never runs it: sched_yield must
+ *             run the VP's other threads (the test turns time slices off,
+ *             TL_ULT_PREEMPT_MS=0, and runs one VP for two threads).
  *
  * Plain OpenMP: runs on libgomp and on libthreadlab-gomp alike; an alarm
  * turns a hang into a failure.  Usage: omp_program_patterns [big-tls |
- * pipeline] (both when none).
+ * pipeline | yield] (big-tls and pipeline when none).
  */
 #define _GNU_SOURCE
 #include <omp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +127,37 @@ static void pipeline(void)
            steps);
 }
 
+/* ---- yield ------------------------------------------------------------------- */
+
+#define YIELD_ROUNDS 2000
+
+static volatile long turn;
+
+static void yield(void)
+{
+    long bad = 0, passes = 0;
+    int nthreads = 0;
+    turn = 0;
+#pragma omp parallel reduction(+ : bad, passes)
+    {
+        int me = omp_get_thread_num(), n = omp_get_num_threads();
+#pragma omp single
+        nthreads = n;
+        /* the turn goes round the team: thread me plays turns me, me + n, ... */
+        for (long t = me; t < (long)YIELD_ROUNDS * n; t += n) {
+            while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) != t)
+                sched_yield();
+            bad += turn != t;
+            passes++;
+            __atomic_store_n(&turn, t + 1, __ATOMIC_RELEASE);
+        }
+    }
+    CHECK(bad == 0);
+    CHECK(passes == (long)YIELD_ROUNDS * nthreads);
+    CHECK(turn == (long)YIELD_ROUNDS * nthreads);
+    printf("yield: %d threads took %d turns each, waiting with sched_yield\n", nthreads, YIELD_ROUNDS);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -131,14 +172,16 @@ int main(int argc, char **argv)
     signal(SIGALRM, on_alarm);
     alarm(60);
     const char *only = argc > 1 ? argv[1] : NULL;
-    if (only && strcmp(only, "big-tls") && strcmp(only, "pipeline")) {
-        fprintf(stderr, "omp_program_patterns: unknown part '%s' (big-tls or pipeline)\n", only);
+    if (only && strcmp(only, "big-tls") && strcmp(only, "pipeline") && strcmp(only, "yield")) {
+        fprintf(stderr, "omp_program_patterns: unknown part '%s' (big-tls, pipeline or yield)\n", only);
         return 2;
     }
     if (!only || !strcmp(only, "big-tls"))
         big_tls();
     if (!only || !strcmp(only, "pipeline"))
         pipeline();
+    if (only && !strcmp(only, "yield"))
+        yield();
     if (failures) {
         fprintf(stderr, "omp_program_patterns: %d check(s) FAILED\n", failures);
         return 1;

@@ -36,6 +36,11 @@ GOMP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 OWN = ["threadlab_gomp_tls_mode", "threadlab_gomp_managed", "threadlab_gomp_active_vps", "threadlab_gomp_vp",
        "threadlab_gomp_workdesc_regions", "threadlab_gomp_docked_starts"]
 
+# The C library's entries this runtime replaces (libc.c), under glibc's
+# versions on x86-64 so that a library's versioned reference
+# (sched_yield@GLIBC_2.2.5) binds to the preloaded runtime's.
+INTERPOSED = {"GLIBC_2.2.5": ["sched_yield"]}
+
 REASONS = [
     (r"^(acc_|GOACC_|OACC_)", "OpenACC"),
     (r"^GOMP_PLUGIN_", "offload plugins"),
@@ -116,6 +121,11 @@ def main():
         for n in OWN:
             m.write(f"    {n};\n")
         m.write("};\n")
+        for v, names in INTERPOSED.items():
+            m.write(f"{v} {{\n  global:\n")
+            for n in names:
+                m.write(f"    {n};\n")
+            m.write("};\n")
     with open(os.path.join(GOMP_DIR, "unsupported.c"), "w") as c:
         c.write('/*\n * unsupported.c - every entry of libgomp\'s ABI that libthreadlab-gomp does\n'
                 ' * not implement: each stops the program with a message naming it and why\n'

@@ -330,6 +330,14 @@ int tl_ult_detach(tl_ult_t thread);
  * external context this is sched_yield(). */
 void tl_ult_yield(void);
 
+/* sched_yield() for code that runs on ULTs without knowing it (a library
+ * whose threads spin for each other with sched_yield, as OpenBLAS's do):
+ * the other ready ULTs of the caller's VP first, as tl_ult_yield, since the
+ * kernel's yield only hands the CPU to other kernel threads and a ULT
+ * spinning for one queued behind it on its VP would spin forever; when
+ * none ran (or outside a ULT), the kernel's sched_yield. Returns 0. */
+int tl_ult_sched_yield(void);
+
 /* Ends the calling ULT with retval (thread-local destructors run, the
  * successor's dependence is satisfied, a joiner is woken). Must not be
  * called by the primordial ULT or outside a ULT (abort). */

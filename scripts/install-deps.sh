@@ -11,6 +11,7 @@ packages=(
   chromium                        # headless browser: the test that renders the HTML report
   libomp-dev                      # LLVM's OpenMP runtime: the llvmomp runtime of the apps, omp and multiprog studies
   libopenblas0-openmp             # OpenBLAS on libgomp: an unmodified library tested on libthreadlab-gomp (docs/omp-ult.md)
+  libblis4-openmp                 # BLIS on libgomp: the same, threads spinning in the library (docs/omp-ult.md)
   libboost-fiber-dev              # Boost.Fiber: the boost-fiber model of the models suite (docs/thread-models.md)
   openmpi-bin libopenmpi-dev      # Open MPI: the mpi suite (docs/mpi.md), its default launcher mpirun; libthreadlab-spawn (docs/spawn.md)
   mpich libmpich-dev              # MPICH beside it (Debian's alternatives): the spawn library built and tested over both

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +90,29 @@ def test_a_manager_stopped_mid_run_leaves_the_kernel_unmanaged_and_right(lab: La
     notices = [line for line in err if line.startswith("threadlab-gomp[")]
     assert notices == [f"threadlab-gomp[{program.pid}]: the resource manager stopped; running unmanaged "
                        "but cooperative (every VP active, teams sized by the idle CPUs)"], err
+
+
+# BLIS built on libgomp (Debian's libblis4-openmp): its team threads wait
+# for each other at barriers of its own, spinning in the library's code.
+BLIS = Path("/usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so.4")
+BLAS_GEMM = Path(__file__).resolve().parents[1] / "native" / "gomp" / "tests" / "blas_gemm.c"
+
+
+@pytest.mark.skipif(not BLIS.is_file(), reason=f"BLIS for OpenMP is not installed ({BLIS}: libblis4-openmp)")
+def test_two_programs_spinning_inside_a_library_finish_under_the_manager(lab: Lab, tmp_path: Path) -> None:
+    # Two programs of two threads on two CPUs: an allocation of one CPU
+    # each puts each program's threads on one VP, where the one spinning in
+    # BLIS's barrier cannot be made to yield (a library's code) and held
+    # the other back for good; the ticker now lends a stopped VP.
+    program = tmp_path / "blas_gemm"
+    built = subprocess.run(["gcc", "-O2", "-fopenmp", str(BLAS_GEMM), str(BLIS), f"-Wl,-rpath,{BLIS.parent}", "-lm",
+                            "-o", str(program)], capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    manager = lab.start_manager(policy="equipartition", cpus=TWO_CPUS)
+    env = {**os.environ, "LD_PRELOAD": str(ULT), "OMP_NUM_THREADS": "2", "BLIS_NUM_THREADS": "2",
+           rm.DIR_ENV: str(manager.directory), rm.ARENA_ENV: manager.arena}
+    programs = [Program([str(program), "1000"], env) for _ in range(2)]
+    lab.programs.extend(programs)
+    for started in programs:
+        code, out, err = started.finish(timeout=120)
+        assert code == 0 and "blas_gemm: PASSED" in out, (out[-3:], err[-3:])

@@ -221,6 +221,8 @@ int tl_ult_init(const tl_ult_config *cfg_in)
     tlu_rt.nvps = cfg.nvps;
     tlu_rt.external = cfg.external != 0;
     atomic_init(&tlu_rt.active, cfg.nvps);
+    atomic_init(&tlu_rt.allotted, cfg.nvps);
+    atomic_init(&tlu_rt.lent, 0);
     tlu_identity_init();
     tlu_fence_init(cfg.membarrier);
     tlu_rt.page = (size_t)sysconf(_SC_PAGESIZE);
@@ -377,4 +379,5 @@ void tl_ult_get_stats(tl_ult_stats *st)
     pthread_mutex_unlock(&tlu_rt.lock);
     st->guard_fallbacks = atomic_load_explicit(&tlu_rt.guard_fallbacks, RLX);
     st->preemptions = tlu_preempt_count();
+    st->vp_loans = tlu_preempt_loans();
 }

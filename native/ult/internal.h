@@ -249,6 +249,16 @@ static inline void tlu_deque_push(tlu_deque *q, void *t)
     atomic_store_explicit(&q->bottom, b + 1, REL);
 }
 
+/* Owner: how many more elements fit without growing the array. */
+static inline size_t tlu_deque_room(tlu_deque *q)
+{
+    int64_t b = atomic_load_explicit(&q->bottom, RLX);
+    tlu_deque_array *a = atomic_load_explicit(&q->array, RLX);
+    q->top_seen = atomic_load_explicit(&q->top, ACQ);
+    int64_t room = a->mask + 1 - (b - q->top_seen);
+    return room > 0 ? (size_t)room : 0;
+}
+
 /* Owner: whether at least n elements are queued. */
 static inline int tlu_deque_holds(tlu_deque *q, int64_t n)
 {
@@ -389,6 +399,11 @@ struct tlu_rt {
     int initialized;
     unsigned nvps;
     _Atomic unsigned active;          /* VPs 0..active-1 run; the others stop */
+    /* active is allotted (tl_ult_set_active_vps) plus lent (VPs the ticker
+     * lends while a thread it cannot preempt holds others back), at most
+     * nvps (vp.c, preempt.c) */
+    _Atomic unsigned allotted;
+    _Atomic unsigned lent;
     int external;                     /* tl_ult_config.external: VP 0 is internal too */
     int fsgsbase;                     /* wrfsbase is usable (identities) */
     tlu_vp **vps;
@@ -429,9 +444,13 @@ int tlu_preempt_init(void);
  * stop) or looks at once (resumed VPs may find a busy VP holding threads
  * they could run). */
 void tlu_preempt_active_changed(unsigned active);
+/* Lends one more VP beyond the allotted ones (delta 1) or takes one back
+ * (-1); 0 when there was none to lend or to take back (vp.c). */
+int tlu_vp_lend(int delta);
 /* Stops the ticker and puts the program's SIGURG action back. */
 void tlu_preempt_finalize(void);
 uint64_t tlu_preempt_count(void);
+uint64_t tlu_preempt_loans(void);
 /* 1 when the handler would yield a thread interrupted at `pc`: time slices
  * are on and pc is the program's own code, not this runtime's (tests). */
 int tlu_preempt_pc_is_program(uintptr_t pc);

@@ -68,13 +68,34 @@ static struct {
     _Atomic uint32_t seq;        /* futex word: the ticker's sleep, cut short by a resume or to quit */
     _Atomic int quit;
     _Atomic uint64_t preemptions;
+    _Atomic uint64_t loans;      /* VPs lent (tlu_vp_lend) */
     _Atomic int peers;           /* tl_ult_peers_add */
     struct tick_seen {
         tlu_thread *current;
         uint32_t tick;
-        int crowded; /* current held threads that could run instead */
+        int crowded;     /* current held threads that could run instead */
+        unsigned stalls; /* looks in a row that found its slice over */
+        _Atomic int foreign; /* the handler last refused it in a library's code */
     } *seen;
+    /* the code of the system's and threadlab's libraries (libc, the
+     * loader, the vDSO, libstdc++, this runtime's object...): a thread
+     * refused there is in the C runtime, not in a third-party library's
+     * loop, and no VP is lent for it */
+    struct { uintptr_t lo, hi; } system[24];
+    unsigned nsystem;
+    unsigned quiet; /* looks in a row with no slice over, while VPs are lent */
 } pre;
+
+/* A thread whose slice ended this many looks in a row without yielding
+ * (interrupted where the handler may not yield it: a shared library's
+ * code, libc; or its kernel thread blocked) holds the threads queued
+ * behind it back: the ticker lends a stopped VP to take them (30 ms at 10
+ * ms slices). Two OpenBLAS or BLIS programs under threadlab-rm, an
+ * allocation of one CPU each, ran their two team threads on one VP, one
+ * spinning inside the library for the other, for good. */
+#define TLU_LEND_AFTER 3
+/* and takes one back after this many looks in a row with no slice over */
+#define TLU_RETURN_AFTER 10
 
 #if TLU_PREEMPT
 static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
@@ -98,6 +119,44 @@ static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
         pre.text_hi = hi;
     }
     return 1;
+}
+
+static const char *const system_names[] = {"linux-vdso", "ld-linux", "libc.so", "libm.so", "libpthread", "librt",
+                                           "libdl", "libstdc++", "libgcc_s", "libgomp", "libthreadlab", "libasan",
+                                           "libtsan", "libubsan", NULL};
+
+static int find_system(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    int system = 0;
+    for (const char *const *n = system_names; *n && !system; n++)
+        system = strncmp(base, *n, strlen(*n)) == 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || pre.nsystem >= sizeof pre.system / sizeof pre.system[0])
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        /* this runtime's own object, whatever its name */
+        uintptr_t self = (uintptr_t)&find_system;
+        if (system || (self >= lo && self < hi)) {
+            pre.system[pre.nsystem].lo = lo;
+            pre.system[pre.nsystem].hi = hi;
+            pre.nsystem++;
+        }
+    }
+    return 0;
+}
+
+static int in_system(uintptr_t pc)
+{
+    for (unsigned i = 0; i < pre.nsystem; i++)
+        if (pc >= pre.system[i].lo && pc < pre.system[i].hi)
+            return 1;
+    return 0;
 }
 
 /* This runtime's code: its build puts it in a section of its own,
@@ -125,6 +184,7 @@ static int in_program_text(uintptr_t pc)
 static int find_preemptible_text(void)
 {
     dl_iterate_phdr(find_text, NULL);
+    dl_iterate_phdr(find_system, NULL);
     pre.own_lo = (uintptr_t)__start_tlu_text;
     pre.own_hi = (uintptr_t)__stop_tlu_text;
     return pre.text_hi > pre.text_lo && !in_program_text((uintptr_t)&on_sigurg);
@@ -153,7 +213,19 @@ static void on_sigurg(int sig, siginfo_t *si, void *ucv)
     ucontext_t *uc = ucv;
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
     tlu_thread *cur = vp->current;
-    if (in_program_text(pc) && cur && !vp->in_slowpath) {
+    int own = pc >= pre.own_lo && pc < pre.own_hi;
+    int foreign = !in_program_text(pc) && !own && !in_system(pc);
+    if (vp->id < tlu_rt.nvps)
+        atomic_store_explicit(&pre.seen[vp->id].foreign, foreign, RLX);
+    if (foreign && cur && !vp->in_slowpath && !tlu_vp_must_stop(vp) && tlu_idle_vps()) {
+        /* Elsewhere the thread may not yield (libc or a library may hold
+         * a lock of its own), but the threads queued privately behind it
+         * can go where idle VPs (lent ones too) take them: this runtime's
+         * data only, and no more than its deque holds without growing (a
+         * growth allocates, and the thread may be inside malloc). */
+        size_t room = tlu_deque_room(&vp->dq);
+        tlu_sched_publish_runq(vp, vp->runq_len < room ? vp->runq_len : room);
+    } else if (in_program_text(pc) && cur && !vp->in_slowpath) {
         /* Idle VPs: the threads queued here privately go where they can
          * take them, and this one runs on (yielding, it could take one of
          * them back from its own deque before they do). */
@@ -198,6 +270,7 @@ static void tick(void)
 {
     unsigned active = atomic_load_explicit(&tlu_rt.active, RLX);
     int idle = tlu_idle_vps();
+    int stalled = 0, any_slice_over = 0;
     for (unsigned i = 0; i < tlu_rt.nvps; i++) {
         tlu_vp *vp = tlu_rt.vps[i];
         tlu_thread *cur = __atomic_load_n(&vp->current, __ATOMIC_RELAXED);
@@ -212,6 +285,12 @@ static void tick(void)
         pre.seen[i].current = cur;
         pre.seen[i].tick = t;
         pre.seen[i].crowded = crowded;
+        /* a stall: its slice over again, the handler having refused it in
+         * a third-party library's code at the last signal */
+        int foreign = atomic_exchange_explicit(&pre.seen[i].foreign, 0, RLX);
+        pre.seen[i].stalls = slice_over && i < active && foreign ? pre.seen[i].stalls + 1 : 0;
+        stalled |= pre.seen[i].stalls >= TLU_LEND_AFTER;
+        any_slice_over |= slice_over && i < active;
         pid_t tid = atomic_load_explicit(&vp->tid, RLX);
         int stranded = cur && idle && i < active && __atomic_load_n(&vp->runq_head, __ATOMIC_RELAXED);
         int must_stop = cur && i >= active;
@@ -221,6 +300,20 @@ static void tick(void)
             continue;
         atomic_store_explicit(&vp->preempt_asked, 1, REL);
         syscall(SYS_tgkill, pre.pid, tid, SIGURG);
+    }
+    if (stalled) {
+        if (tlu_vp_lend(1)) {
+            atomic_fetch_add_explicit(&pre.loans, 1, RLX);
+            for (unsigned i = 0; i < tlu_rt.nvps; i++)
+                pre.seen[i].stalls = 0;
+        }
+        pre.quiet = 0;
+    } else if (atomic_load_explicit(&tlu_rt.lent, RLX)) {
+        pre.quiet = any_slice_over ? 0 : pre.quiet + 1;
+        if (pre.quiet >= TLU_RETURN_AFTER) {
+            tlu_vp_lend(-1);
+            pre.quiet = 0;
+        }
     }
 }
 
@@ -243,7 +336,7 @@ static void *ticker_main(void *arg)
          * keeps a thread from the VPs for long, and the ticker sleeps
          * until the next change (a program that was managed once pays no
          * wake-ups while it runs unmanaged). */
-        int every_active = atomic_load_explicit(&tlu_rt.active, ACQ) >= tlu_rt.nvps;
+        int every_active = atomic_load_explicit(&tlu_rt.allotted, ACQ) >= tlu_rt.nvps;
         int crowded = atomic_load_explicit(&pre.peers, RLX) > (int)tlu_rt.nvps;
         /* Crowded with every VP active: peers hand work to each other,
          * and each hand-off waits for a slice's end; slices of a fifth
@@ -379,4 +472,9 @@ void tlu_preempt_finalize(void)
 uint64_t tlu_preempt_count(void)
 {
     return atomic_load_explicit(&pre.preemptions, RLX);
+}
+
+uint64_t tlu_preempt_loans(void)
+{
+    return atomic_load_explicit(&pre.loans, RLX);
 }

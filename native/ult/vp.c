@@ -407,6 +407,33 @@ void tlu_vp_stop_all(void)
 
 /* ---- the active VP count ------------------------------------------------- */
 
+/* Sets the active count to allotted + lent (at most nvps), from the
+ * watcher of an allocation and the ticker alike: whoever changed either
+ * last sees its value applied. */
+static void active_update(void)
+{
+    for (;;) {
+        unsigned allotted = atomic_load_explicit(&tlu_rt.allotted, SEQ);
+        unsigned lent = atomic_load_explicit(&tlu_rt.lent, SEQ);
+        unsigned n = allotted + lent < tlu_rt.nvps ? allotted + lent : tlu_rt.nvps;
+        unsigned old = atomic_load_explicit(&tlu_rt.active, SEQ);
+        if (old != n) {
+            if (!atomic_compare_exchange_strong_explicit(&tlu_rt.active, &old, n, SEQ, SEQ))
+                continue;
+            /* Both ways the affected VPs must look now: the ones that
+             * resume are stopped on their futex, the ones that stop may
+             * sleep idle. */
+            unsigned lo = old < n ? old : n, hi = old < n ? n : old;
+            for (unsigned i = lo; i < hi; i++)
+                tlu_vp_kick(tlu_rt.vps[i]);
+            tlu_preempt_active_changed(n);
+        }
+        if (atomic_load_explicit(&tlu_rt.allotted, SEQ) == allotted &&
+            atomic_load_explicit(&tlu_rt.lent, SEQ) == lent)
+            return;
+    }
+}
+
 int tl_ult_set_active_vps(unsigned n)
 {
     if (!tlu_rt.initialized)
@@ -415,20 +442,31 @@ int tl_ult_set_active_vps(unsigned n)
         return EINVAL;
     if (n > tlu_rt.nvps)
         n = tlu_rt.nvps;
-    unsigned old = atomic_exchange_explicit(&tlu_rt.active, n, SEQ);
-    /* Both ways the affected VPs must look now: the ones that resume are
-     * stopped on their futex, the ones that stop may sleep idle. */
-    unsigned lo = old < n ? old : n, hi = old < n ? n : old;
-    for (unsigned i = lo; i < hi; i++)
-        tlu_vp_kick(tlu_rt.vps[i]);
-    if (n != old)
-        tlu_preempt_active_changed(n);
+    /* a new allotment ends the loans made under the previous one (the
+     * ticker lends again if a thread still holds others back) */
+    atomic_store_explicit(&tlu_rt.lent, 0, SEQ);
+    atomic_store_explicit(&tlu_rt.allotted, n, SEQ);
+    active_update();
     return 0;
+}
+
+int tlu_vp_lend(int delta)
+{
+    unsigned lent = atomic_load_explicit(&tlu_rt.lent, SEQ);
+    do {
+        if (delta > 0 ? atomic_load_explicit(&tlu_rt.allotted, SEQ) + lent >= tlu_rt.nvps : lent == 0)
+            return 0;
+    } while (!atomic_compare_exchange_weak_explicit(&tlu_rt.lent, &lent, delta > 0 ? lent + 1 : lent - 1, SEQ,
+                                                    SEQ));
+    active_update();
+    return 1;
 }
 
 unsigned tl_ult_active_vps(void)
 {
-    return tlu_rt.initialized ? atomic_load_explicit(&tlu_rt.active, RLX) : 0;
+    /* the allotment, not the loans: a manager's watcher compares it with
+     * the allocation it last applied */
+    return tlu_rt.initialized ? atomic_load_explicit(&tlu_rt.allotted, RLX) : 0;
 }
 
 int tl_ult_vp_stopping(void)

@@ -208,6 +208,8 @@ typedef struct tl_ult_stats {
     uint64_t stack_bytes;     /* bytes of address space reserved for stacks */
     uint64_t guard_fallbacks; /* guard-mode stacks that got only a canary */
     uint64_t preemptions;     /* threads made to yield by a time slice's end */
+    uint64_t vp_loans;        /* VPs lent beyond the active count set, while a thread that could not be
+                               * made to yield held others back (docs/ult.md, "Preemption") */
 } tl_ult_stats;
 
 /* Snapshot of the counters (racy while ULTs run; exact when quiescent). */

@@ -162,7 +162,10 @@ int tl_ult_vp_id(void);
  * for them alone. The count can change at any time, from any context
  * (a resource manager's allocation: docs/ult.md). EAGAIN, EINVAL (0). */
 int tl_ult_set_active_vps(unsigned n);
-unsigned tl_ult_active_vps(void); /* 0 when not initialised */
+/* The count last set (the VPs the runtime lends beyond it while a thread
+ * that cannot be made to yield holds others back are not counted:
+ * docs/ult.md, "Lent VPs"); 0 when not initialised. */
+unsigned tl_ult_active_vps(void);
 /* Sets the CPU mask of every VP's kernel thread that is not pinned to a
  * CPU of its own (pinned ones keep theirs): where a resource manager's
  * allocation lets the program run.  The number of VPs changed; 0 when

@@ -118,6 +118,15 @@ def threadlab_process(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
     )
 
 
+def threadlab_run(db: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """threadlab as its own process, run to its end, on the build's programs
+    (REAL_NATIVE_DIR) and storing into db."""
+    env = {**os.environ, "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR), "PYTHONPATH": str(REPO / "python"),
+           "THREADLAB_DB": str(db)}
+    return subprocess.run([sys.executable, "-m", "threadlab", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, check=False)
+
+
 def stored_records(db: Path) -> list[dict[str, Any]]:
     with sqlite3.connect(db) as connection:
         rows = connection.execute("SELECT record FROM records ORDER BY run_id, seq").fetchall()

@@ -7,14 +7,12 @@ from __future__ import annotations
 import html
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-from conftest import REAL_NATIVE_DIR, REPO, measured, stored_records
+from conftest import REAL_NATIVE_DIR, measured, stored_records, threadlab_run
 from synthetic import failed, pingpong_run, point, store_run
 from threadlab.analysis import stats
 from threadlab.analysis.compare import format_ratio
@@ -50,17 +48,13 @@ def _ratio(base: dict[str, Any], other: dict[str, Any]) -> str:
 @pytest.mark.heavy
 def test_the_table_of_a_real_quick_run(tmp_path: Path) -> None:
     db = tmp_path / "omp.db"
-    env = {**os.environ, "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR), "PYTHONPATH": str(REPO / "python"),
-           "THREADLAB_DB": str(db)}
-    done = subprocess.run([sys.executable, "-m", "threadlab", "bench", "--suite", "omp", "--quick", "--quiet",
-                           "--timeout", "60", "--filter", "omp.sync,omp.schedule,omp.task", "--placement", "unbound"],
-                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    done = threadlab_run(db, "bench", "--suite", "omp", "--quick", "--quiet", "--timeout", "60", "--filter",
+                         "omp.sync,omp.schedule,omp.task", "--placement", "unbound", timeout=600)
     assert done.returncode == 0, done.stderr
     records = [r for r in stored_records(db) if r["metric"] == "overhead"]
     runtimes = list(dict.fromkeys(r["model"] for r in records))
     assert "gomp" in runtimes
-    done = subprocess.run([sys.executable, "-m", "threadlab", "report", "-o", str(tmp_path / "report")],
-                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    done = threadlab_run(db, "report", "-o", str(tmp_path / "report"))
     assert done.returncode == 0, done.stderr
     page = (tmp_path / "report" / "index.html").read_text()
     assert 'href="#omp-runtimes"' in page

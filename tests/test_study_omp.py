@@ -7,14 +7,12 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import REAL_NATIVE_DIR, REPO, stored_records
+from conftest import REAL_NATIVE_DIR, stored_records, threadlab_run
 from threadlab.errors import UserError
 from threadlab.native.protocol import BenchmarkInfo, ParamInfo
 from threadlab.output.table import make_console
@@ -166,11 +164,8 @@ def test_the_tables_give_each_runtimes_median_over_libgomps() -> None:
 @pytest.mark.heavy
 def test_a_quick_study_on_the_programs_built_here(tmp_path: Path) -> None:
     db = tmp_path / "study.db"
-    env = {**os.environ, "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR), "PYTHONPATH": str(REPO / "python"),
-           "THREADLAB_DB": str(db)}
-    done = subprocess.run([sys.executable, "-m", "threadlab", "study", "omp", "--quick", "--quiet", "--json",
-                           "--constructs", "barrier,taskwait", "--runtimes", "gomp,ult", "--seed", "5"],
-                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    done = threadlab_run(db, "study", "omp", "--quick", "--quiet", "--json", "--constructs", "barrier,taskwait",
+                         "--runtimes", "gomp,ult", "--seed", "5")
     records = [r for r in stored_records(db) if r["benchmark"] == omp.BENCHMARK] if db.exists() else []
     failed = [(r["model"], r["params"], c) for r in records for c in r.get("checks", []) if not c["ok"]]
     assert done.returncode == 0, f"{done.stderr}\n{failed}\n{[r.get('reason') for r in records]}"

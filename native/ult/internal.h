@@ -249,16 +249,6 @@ static inline void tlu_deque_push(tlu_deque *q, void *t)
     atomic_store_explicit(&q->bottom, b + 1, REL);
 }
 
-/* Owner: how many more elements fit without growing the array. */
-static inline size_t tlu_deque_room(tlu_deque *q)
-{
-    int64_t b = atomic_load_explicit(&q->bottom, RLX);
-    tlu_deque_array *a = atomic_load_explicit(&q->array, RLX);
-    q->top_seen = atomic_load_explicit(&q->top, ACQ);
-    int64_t room = a->mask + 1 - (b - q->top_seen);
-    return room > 0 ? (size_t)room : 0;
-}
-
 /* Owner: whether at least n elements are queued. */
 static inline int tlu_deque_holds(tlu_deque *q, int64_t n)
 {
@@ -274,6 +264,14 @@ static inline int tlu_deque_holds(tlu_deque *q, int64_t n)
 static inline int64_t tlu_deque_size_hint(tlu_deque *q)
 {
     return atomic_load_explicit(&q->bottom, RLX) - atomic_load_explicit(&q->top, RLX);
+}
+
+/* Owner: how many more elements fit without growing the array. */
+static inline size_t tlu_deque_room(tlu_deque *q)
+{
+    /* the size is at most the hint's (thieves only take) */
+    int64_t room = atomic_load_explicit(&q->array, RLX)->mask + 1 - tlu_deque_size_hint(q);
+    return room > 0 ? (size_t)room : 0;
 }
 
 /* ---- stacks (stack.c) -------------------------------------------- */

@@ -213,10 +213,9 @@ static void on_sigurg(int sig, siginfo_t *si, void *ucv)
     ucontext_t *uc = ucv;
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
     tlu_thread *cur = vp->current;
-    int own = pc >= pre.own_lo && pc < pre.own_hi;
-    int foreign = !in_program_text(pc) && !own && !in_system(pc);
-    if (vp->id < tlu_rt.nvps)
-        atomic_store_explicit(&pre.seen[vp->id].foreign, foreign, RLX);
+    int program = in_program_text(pc);
+    int foreign = !program && !(pc >= pre.own_lo && pc < pre.own_hi) && !in_system(pc);
+    atomic_store_explicit(&pre.seen[vp->id].foreign, foreign, RLX);
     if (foreign && cur && !vp->in_slowpath && !tlu_vp_must_stop(vp) && tlu_idle_vps()) {
         /* Elsewhere the thread may not yield (libc or a library may hold
          * a lock of its own), but the threads queued privately behind it
@@ -225,7 +224,7 @@ static void on_sigurg(int sig, siginfo_t *si, void *ucv)
          * growth allocates, and the thread may be inside malloc). */
         size_t room = tlu_deque_room(&vp->dq);
         tlu_sched_publish_runq(vp, vp->runq_len < room ? vp->runq_len : room);
-    } else if (in_program_text(pc) && cur && !vp->in_slowpath) {
+    } else if (program && cur && !vp->in_slowpath) {
         /* Idle VPs: the threads queued here privately go where they can
          * take them, and this one runs on (yielding, it could take one of
          * them back from its own deque before they do). */
@@ -336,7 +335,8 @@ static void *ticker_main(void *arg)
          * keeps a thread from the VPs for long, and the ticker sleeps
          * until the next change (a program that was managed once pays no
          * wake-ups while it runs unmanaged). */
-        int every_active = atomic_load_explicit(&tlu_rt.allotted, ACQ) >= tlu_rt.nvps;
+        /* (allotted, not active: a VP lent is taken back on a look) */
+        int every_allotted = atomic_load_explicit(&tlu_rt.allotted, ACQ) >= tlu_rt.nvps;
         int crowded = atomic_load_explicit(&pre.peers, RLX) > (int)tlu_rt.nvps;
         /* Crowded with every VP active: peers hand work to each other,
          * and each hand-off waits for a slice's end; slices of a fifth
@@ -344,8 +344,8 @@ static void *ticker_main(void *arg)
          * keep a pipeline of spinning threads near libgomp's pace (NAS
          * LU class S, 4 threads on 2 CPUs, the machine loaded: 140 s with
          * 10 ms slices, 34-36 s with 2 ms, libgomp 27-32 s). */
-        uint64_t wait_ns = every_active && crowded ? (period_ns / 5 ? period_ns / 5 : 1) : period_ns;
-        tlu_futex_wait(&pre.seq, seq, every_active && !crowded && !grace ? 0 : wait_ns);
+        uint64_t wait_ns = every_allotted && crowded ? (period_ns / 5 ? period_ns / 5 : 1) : period_ns;
+        tlu_futex_wait(&pre.seq, seq, every_allotted && !crowded && !grace ? 0 : wait_ns);
         if (atomic_load_explicit(&pre.quit, ACQ))
             break;
         if (atomic_load_explicit(&pre.seq, ACQ) != seq) {

@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from threadlab import vocabulary
 from threadlab.cli.options import EXIT_OK, PROG, ArgumentParser, choice, db_path, number
@@ -345,11 +345,8 @@ def cmd_apps(args: argparse.Namespace) -> int:
     plan = _plan(args)
     unsupported = sum(1 for cell in plan.cells if cell.unsupported)
     if args.dry_run:
-        for line in apps.dry_run_lines(plan):
-            print(line)
-        print(f"{len(plan.scenarios)} scenarios, {len(plan.cells)} cells ({unsupported} unsupported here), "
-              f"{len(plan.jobs)} runs (seed {plan.seed})", file=sys.stderr)
-        return EXIT_OK
+        return _dry_run(apps.dry_run_lines(plan), f"{len(plan.scenarios)} scenarios, {len(plan.cells)} cells "
+                        f"({unsupported} unsupported here), {len(plan.jobs)} runs (seed {plan.seed})")
     header = (f"study apps: {len(plan.scenarios)} scenarios x {len(plan.kernels)} kernels x {len(plan.threads)} "
               f"thread counts = {len(plan.cells)} cells ({unsupported} unsupported here), {plan.runs} runs each: "
               f"{len(plan.jobs)} runs in a random order (seed {plan.seed})")
@@ -378,10 +375,8 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
         for baseline in managed:
             discovery.find_one(rm.OMP_RUNTIME_LIBRARIES[multiprog.MANAGED_BASELINES[baseline]])
     if args.dry_run:
-        for line in multiprog.dry_run_lines(plan):
-            print(line)
-        print(f"{len(plan.cells)} cells, {len(plan.jobs)} experiments (seed {plan.seed})", file=sys.stderr)
-        return EXIT_OK
+        return _dry_run(multiprog.dry_run_lines(plan),
+                        f"{len(plan.cells)} cells, {len(plan.jobs)} experiments (seed {plan.seed})")
     header = (f"study multiprog: {len(plan.apps)} kernels x {len(plan.baselines)} baselines x degrees "
               f"{','.join(map(str, plan.degrees))}" + (" + dedicated runs" if plan.dedicated else "")
               + (f" + scenarios {','.join(plan.scenarios)}" if plan.scenarios else "")
@@ -394,6 +389,14 @@ def cmd_multiprog(args: argparse.Namespace) -> int:
     )
 
 
+def _dry_run(lines: Iterable[str], summary: str) -> int:
+    """--dry-run: the plan's lines on stdout, its size on stderr."""
+    for line in lines:
+        print(line)
+    print(summary, file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_spawn(args: argparse.Namespace) -> int:
     name = validate_run_name(args.name) if args.name is not None else None
     program, launcher = spawn_study.find_programs()
@@ -403,10 +406,8 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         limit_counts=args.limit_counts,
     )
     if args.dry_run:
-        for line in spawn_study.dry_run_lines(plan):
-            print(line)
-        print(f"{len(plan.cells)} cells, {len(plan.jobs)} runs (seed {plan.seed})", file=sys.stderr)
-        return EXIT_OK
+        return _dry_run(spawn_study.dry_run_lines(plan),
+                        f"{len(plan.cells)} cells, {len(plan.jobs)} runs (seed {plan.seed})")
     header = (f"study spawn: CilkSort of {plan.n:,} integers, {len(plan.cells)} cells (inputs x limits "
               f"{','.join(plan.limits)}, counting {plan.limit_counts} thread tasks), {plan.runs} runs each: {len(plan.jobs)} runs in a random order "
               f"(seed {plan.seed})")
@@ -427,10 +428,8 @@ def cmd_omp(args: argparse.Namespace) -> int:
         placement=args.placement, runs=args.runs, seed=args.seed, timeout_s=args.timeout, quick=args.quick,
     )
     if args.dry_run:
-        for line in omp_study.dry_run_lines(plan):
-            print(line)
-        print(f"{len(plan.cells)} cells, {len(plan.jobs)} runs (seed {plan.seed})", file=sys.stderr)
-        return EXIT_OK
+        return _dry_run(omp_study.dry_run_lines(plan),
+                        f"{len(plan.cells)} cells, {len(plan.jobs)} runs (seed {plan.seed})")
     header = (f"study omp: {len(plan.constructs)} constructs x {len(plan.runtimes)} runtimes "
               f"({','.join(plan.runtimes)}) = {len(plan.cells)} cells, {plan.threads} threads {plan.placement}, "
               f"{plan.runs} runs each: {len(plan.jobs)} runs in a random order (seed {plan.seed})")

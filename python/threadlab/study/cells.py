@@ -93,6 +93,19 @@ def median_cell(record: Mapping[str, Any] | None, notes: Footnotes) -> str:
     return _interval_text(stats.describe(samples).median, interval, record["unit"]) + marks([record], notes)
 
 
+def study_heading(console: Console, title: str, measured: bool) -> bool:
+    """A study's heading: its title, or that nothing was measured (then
+    False: no tables follow). Plain text: a run's name may hold brackets."""
+    from rich.text import Text
+
+    if not measured:
+        console.print(f"{title}: no data points were measured.", markup=False)
+        return False
+    console.print(Text(title, style="bold"))
+    console.print()
+    return True
+
+
 def print_titled(console: Console, title: str, headers: Sequence[tuple[str, str]], rows: Sequence[Sequence[str]],
                  notes: Sequence[str] = ()) -> None:
     """A study's table: its title, the table (output.table.print_table), its

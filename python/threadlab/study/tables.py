@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from rich.console import Console
-from rich.text import Text
 
 from threadlab.analysis import stats
 from threadlab.output.table import Footnotes
 from threadlab.study.apps import AFFINITY_OF, BENCHMARK_PREFIX, FACTORS, KERNELS
-from threadlab.study.cells import marks, mean_cell, print_titled, speedup_cell
+from threadlab.study.cells import marks, mean_cell, print_titled, speedup_cell, study_heading
 
 ALPHA = 0.05
 
@@ -144,11 +143,8 @@ def _kernel_title(data: StudyData, kernel: str) -> str:
 def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = "Study") -> None:
     """Every table of the study."""
     data = collect(records)
-    if not data.scenarios:
-        console.print(f"{title}: no data points were measured.", markup=False)
+    if not study_heading(console, title, bool(data.scenarios)):
         return
-    console.print(Text(title, style="bold"))
-    console.print()
     print_titled(
         console, "Scenarios (de Sá et al.'s Table I)",
         [("#", "right"), ("platform", "left"), ("architecture", "left"), ("priority", "left"),

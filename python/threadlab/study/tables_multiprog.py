@@ -32,12 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from rich.console import Console
-from rich.text import Text
 
 from threadlab.analysis import stats
 from threadlab.output.table import Footnotes
 from threadlab.output.units import format_value
-from threadlab.study.cells import mean_cell, print_titled as _print, speedup_cell
+from threadlab.study.cells import mean_cell, print_titled as _print, speedup_cell, study_heading
 from threadlab.study.multiprog import APPS, BASELINES, BENCHMARK_PREFIX, COMPETITORS, SCENARIOS, scenario
 
 # Issue 14's target for ult against rm (libthreadlab-gomp against the shim,
@@ -349,11 +348,8 @@ def _count_cell(record: Mapping[str, Any] | None) -> str:
 
 def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = "Study multiprog") -> None:
     data = collect(records)
-    if not data.apps and not data.scenarios:
-        console.print(f"{title}: no data points were measured.", markup=False)
+    if not study_heading(console, title, bool(data.apps or data.scenarios)):
         return
-    console.print(Text(title, style="bold"))
-    console.print()
     size = _size(records)
     if data.dedicated:
         notes = Footnotes()

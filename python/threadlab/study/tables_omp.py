@@ -15,12 +15,11 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from rich.console import Console
-from rich.text import Text
 
 from threadlab.analysis import stats
 from threadlab.analysis.compare import format_ratio
 from threadlab.output.table import Footnotes
-from threadlab.study.cells import median_cell, missing_text, print_titled as _print
+from threadlab.study.cells import median_cell, missing_text, print_titled as _print, study_heading
 from threadlab.study.omp import BASELINE, CONSTRUCT_ORDER, RUNTIME_ORDER, is_study_record
 
 RUNTIME_NAMES = {"gomp": "libgomp", "llvmomp": "libomp", "shim": "shim", "ult": "threadlab-gomp (ult)"}
@@ -68,14 +67,11 @@ def ratio_cell(base: Mapping[str, Any] | None, other: Mapping[str, Any] | None, 
 
 def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = "Study omp") -> None:
     cells, constructs, runtimes = collect(records)
-    if not cells:
-        console.print(f"{title}: no data points were measured.")
+    if not study_heading(console, title, bool(cells)):
         return
     sample = next(iter(cells.values()))
     threads = sample["params"].get("threads", "?")
     runs = sample.get("extra", {}).get("runs_planned", "?")
-    console.print(Text(title, style="bold"))
-    console.print()
     notes = Footnotes()
     headers = [("construct", "left")] + [(RUNTIME_NAMES.get(r, r), "right") for r in runtimes]
     rows = [[c] + [median_cell(cells.get((c, r)), notes) for r in runtimes] for c in constructs]

@@ -13,11 +13,10 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from rich.console import Console
-from rich.text import Text
 
 from threadlab.analysis import stats
 from threadlab.output.table import Footnotes
-from threadlab.study.cells import mean_cell, print_titled as _print, speedup_cell
+from threadlab.study.cells import mean_cell, print_titled as _print, speedup_cell, study_heading
 from threadlab.study.spawn import LIMITS, PROCESS_ONLY, is_study_record
 
 
@@ -65,14 +64,11 @@ def _tasks(record: Mapping[str, Any] | None) -> str:
 
 def render(console: Console, records: Sequence[Mapping[str, Any]], title: str = "Study spawn") -> None:
     cells, inputs, limits = collect(records)
-    if not cells:
-        console.print(f"{title}: no data points were measured.")
+    if not study_heading(console, title, bool(cells)):
         return
     sample = next(iter(cells.values()))
     n = sample["params"].get("n", "?")
     tasks = sample.get("extra", {}).get("tasks")
-    console.print(Text(title, style="bold"))
-    console.print()
     headers = [("input", "left")] + [(limit if limit == PROCESS_ONLY else f"limit {limit}", "right") for limit in limits]
     notes = Footnotes()
     rows = [[name] + [mean_cell(cells.get(("time", name, limit)), notes) for limit in limits] for name in inputs]

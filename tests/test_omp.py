@@ -238,6 +238,47 @@ def test_a_killed_manager_the_program_finishes_unmanaged(lab: Lab, tmp_path: Pat
     assert not (rm.SHM_DIR / manager.arena.lstrip("/")).exists()  # nothing of the killed manager is left
 
 
+RUNTIMES = ["shim", pytest.param("ult", marks=pytest.mark.skipif(
+    not (REAL_NATIVE_DIR.parent / "lib" / rm.ULT_LIBRARY).is_file(), reason=f"{rm.ULT_LIBRARY} is not built"))]
+
+
+@pytest.mark.skipif(NCPUS < 2, reason="a team can only shrink from 2 CPUs up")
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize(("clause", "dynamic", "shrinks"), [
+    (False, None, True),      # threadlab's default sizes a region that names no size
+    (True, None, False),      # ... but not one with a num_threads clause (GROMACS crashed on a smaller team)
+    (True, "true", True),     # the user's OMP_DYNAMIC=true lets it
+    (False, "false", False),  # the user's OMP_DYNAMIC=false keeps every size
+], ids=["no-clause", "clause", "clause-dynamic", "no-clause-static"])
+def test_which_managed_regions_get_fewer_threads_than_they_ask(lab: Lab, tmp_path: Path, runtime: str,
+                                                               clause: bool, dynamic: str | None,
+                                                               shrinks: bool) -> None:
+    # Two programs share two CPUs, one each.  The second one's regions ask
+    # for 2 threads, by the ICV or a num_threads(2) clause; whether they
+    # get 1 (the allocation) or 2 (their request, the extra thread sharing
+    # the program's CPU) is the rule under test.
+    manager = lab.start_manager(cpus=sorted(os.sched_getaffinity(0))[:2])
+    holder = lab.probe("--kinds", "parallel", "--work-us", "200", "--until", str(tmp_path / "stop"))
+    lab.registered(manager, holder)
+    env = {k: v for k, v in os.environ.items() if k != "OMP_DYNAMIC"}
+    env["OMP_NUM_THREADS"] = "2"
+    if dynamic is not None:
+        env["OMP_DYNAMIC"] = dynamic
+    args = ("--kinds", "parallel", "--work-us", "100", "--until", str(tmp_path / "stop-asker"),
+            *(("--num-threads", "2") if clause else ()))
+    asker = lab.probe(*args, env=env, options=("--runtime", runtime, "--quiet"))
+    lab.registered(manager, asker)  # managed (what follows holds for managed regions)
+    time.sleep(0.3)
+    (tmp_path / "stop-asker").touch()
+    code, summary, err = asker.summary()
+    (tmp_path / "stop").touch()
+    assert code == 0 and summary["work_ok"] is True, err[-5:]
+    teams = {int(t) for t in summary["histogram"]}
+    # (the first region of each may run its request: its length is unknown)
+    assert (1 in teams) is shrinks and teams <= {1, 2}, summary["histogram"]
+    assert holder.summary()[0] == 0
+
+
 def test_pinned_program(lab: Lab) -> None:
     manager = lab.start_manager()
     program = lab.probe("--kinds", "parallel,for_static,legacy", "--work-us", "50", "--seconds", "60",

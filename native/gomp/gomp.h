@@ -672,6 +672,7 @@ int tlg_rm_managed(void);
 void tlg_rm_follow(void);
 /* The effective dyn-var (true by default while managed or cooperative). */
 int tlg_dyn(const tlg_icv *icv);
+int tlg_dyn_defaulted(const tlg_icv *icv);
 
 /* ---- messages (error.c) --------------------------------------------------------- */
 

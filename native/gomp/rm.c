@@ -26,7 +26,8 @@
  * killed). The extra threads cost a short region a ULT each and a switch
  * per barrier; a region a quantum apart from the previous one pays that
  * once a quantum at most. OMP_DYNAMIC or omp_set_dynamic() set explicitly
- * win (the team then has its full size).
+ * win (the team then has its full size), and the default never shrinks a
+ * region with a num_threads clause (tlg_resolve_threads).
  *
  * A watcher thread (a kernel thread of the runtime, not a VP) waits on the
  * slot's epoch while managed: it sets the active VPs the moment the
@@ -343,11 +344,18 @@ int tlg_safe_point(void)
     return tl_ult_safe_point();
 }
 
+/* Whether dyn-var is the runtime's default: neither the program
+ * (omp_set_dynamic) nor the user (OMP_DYNAMIC) set it. */
+int tlg_dyn_defaulted(const tlg_icv *icv)
+{
+    return !icv->dyn_set && !tlg_env_v.dyn_explicit;
+}
+
 /* The effective dyn-var: managed or cooperative, it defaults to true
  * unless set. */
 int tlg_dyn(const tlg_icv *icv)
 {
-    if (icv->dyn_set || tlg_env_v.dyn_explicit)
+    if (!tlg_dyn_defaulted(icv))
         return icv->dyn;
     return icv->dyn || tlg_rm_managed() || tl_rm_coop_begun(&coop);
 }

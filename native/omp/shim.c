@@ -20,7 +20,8 @@
  * process on first use, publishes the region's request (its num_threads
  * clause, else the nthreads-var ICV), reads its allocation, and passes
  * min(request, allocation) as num_threads: never below 1, never above the
- * request.  Regions inside an active region pass through untouched.
+ * request (a region with a num_threads clause keeps it, see dyn-var
+ * below).  Regions inside an active region pass through untouched.
  *
  * dyn-var: libgomp's own dynamic adjustment (OMP_DYNAMIC=true) reads the
  * 15-minute load average and the affinity mask with system calls at every
@@ -28,6 +29,9 @@
  * adjusts instead) and answers omp_get_dynamic() itself; unmanaged, the
  * program's own setting is back in force.  A program that calls
  * omp_set_dynamic(0) asks for exact team sizes: it gets them, unmanaged.
+ * Left to threadlab (OMP_DYNAMIC unset), only regions without a
+ * num_threads clause are sized by the manager; a region with one runs the
+ * team it names, confined to the process's CPUs (may_shrink).
  *
  * While a region runs, its team's size cannot change (libgomp fixed it),
  * but its CPUs can: a watcher thread (confine.c) keeps every thread of a
@@ -178,6 +182,7 @@ static struct {
     int dyn_captured;
     int dyn_env;                /* libgomp's dyn-var from the environment */
     int dyn_orig;               /* the user's, before `threadlab omp run` */
+    int dyn_orig_set;           /* -1: the user left OMP_DYNAMIC unset, else its value */
     int dyn_user;               /* -1, or the program's omp_set_dynamic() */
     unsigned dyn_gen;           /* bumped whenever the wanted real value changes */
     int dyn_noted;              /* the omp_set_dynamic(0) notice was printed */
@@ -186,7 +191,7 @@ static struct {
     uint64_t long_ns;           /* the manager's quantum */
     int long_regions;           /* the latest managed region was long (or none ran yet) */
     pthread_mutex_t lock;
-} g = {.state = TL_OMP_STATE_INIT, .rm = TL_RM_CLIENT_INITIALIZER, .dyn_user = -1, .dyn_gen = 1,
+} g = {.state = TL_OMP_STATE_INIT, .rm = TL_RM_CLIENT_INITIALIZER, .dyn_user = -1, .dyn_orig_set = -1, .dyn_gen = 1,
        .long_regions = 1, .long_ns = (uint64_t)TL_RM_DEFAULT_QUANTUM_MS * 1000000u,
        .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -326,8 +331,10 @@ static void capture_dyn(void)
     if (orig) {
         int v = bool_text(orig);
         g.dyn_orig = v < 0 ? 0 : v; /* unset: libgomp's default, false */
+        g.dyn_orig_set = v;
     } else {
         g.dyn_orig = g.dyn_env;
+        g.dyn_orig_set = bool_text(getenv("OMP_DYNAMIC"));
     }
     g.dyn_captured = 1;
 }
@@ -405,6 +412,21 @@ EXPORT void omp_set_dynamic_8_(const int64_t *set)
     omp_set_dynamic(*set != 0);
 }
 
+/* Whether a managed region that asks for `specified` threads (0: the ICV)
+ * may get fewer.  The program's omp_set_dynamic() decides, else the
+ * user's OMP_DYNAMIC; else threadlab's default shrinks only the regions
+ * that name no size: a num_threads clause is the team the program wants,
+ * and it may have sized per-thread data by it and read every entry after
+ * the region (GROMACS's domain decomposition crashed on a smaller team). */
+static int may_shrink(unsigned specified)
+{
+    if (g.dyn_user >= 0)
+        return g.dyn_user;
+    if (g.dyn_orig_set >= 0)
+        return g.dyn_orig_set;
+    return specified == 0;
+}
+
 /* ------------------------------------------------------ cooperative teams */
 
 /* The team of a region the shim does not give the manager's allocation:
@@ -412,7 +434,7 @@ EXPORT void omp_set_dynamic_8_(const int64_t *set)
 static unsigned unmanaged_team(int state, unsigned specified)
 {
     sync_dyn();
-    if (state != TL_OMP_STATE_COOPERATIVE || g.dyn_user == 0)
+    if (state != TL_OMP_STATE_COOPERATIVE || !may_shrink(specified))
         return specified;
     unsigned request = specified ? specified : (unsigned)real.get_max_threads();
     return tl_rm_coop_team(&co, request);
@@ -600,8 +622,9 @@ static inline unsigned decide_team(unsigned specified, int *managed, uint64_t *t
         alloc = 1; /* not answered yet: the master alone */
     unsigned team = request < alloc ? request : alloc;
     /* A region that may outlast a quantum cannot follow the allocation at
-     * its boundary: it runs its request, and the watcher moves its CPUs. */
-    if (__atomic_load_n(&g.long_regions, __ATOMIC_RELAXED))
+     * its boundary, and one that may not shrink keeps its size: either
+     * runs its request, and the watcher moves its CPUs. */
+    if (__atomic_load_n(&g.long_regions, __ATOMIC_RELAXED) || !may_shrink(specified))
         team = request;
     tl_rm_client_ran(&g.rm, team, now);
     *managed = 1;

@@ -321,21 +321,33 @@ static int moves_on_growth(const tl_rm_cpuset *one)
 
 /* ------------------------------------------------------------- regions */
 
+/* The team of a top-level region that asks for num_threads through the
+ * ICV (0: the ICV as it is, OMP_NUM_THREADS=4): a request the manager's
+ * allocation may shrink. */
 static int team_of(unsigned num_threads)
 {
     int team = 0;
-    if (num_threads) {
-#pragma omp parallel num_threads(num_threads)
-        {
-            if (omp_get_thread_num() == 0)
-                team = omp_get_num_threads();
-        }
-    } else {
+    if (num_threads)
+        omp_set_num_threads((int)num_threads);
 #pragma omp parallel
-        {
-            if (omp_get_thread_num() == 0)
-                team = omp_get_num_threads();
-        }
+    {
+        if (omp_get_thread_num() == 0)
+            team = omp_get_num_threads();
+    }
+    if (num_threads)
+        omp_set_num_threads(4);
+    return team;
+}
+
+/* The team of a region with a num_threads(n) clause: one the program
+ * named, which the manager does not shrink unless dyn-var was chosen. */
+static int team_clause(unsigned num_threads)
+{
+    int team = 0;
+#pragma omp parallel num_threads(num_threads)
+    {
+        if (omp_get_thread_num() == 0)
+            team = omp_get_num_threads();
     }
     return team;
 }
@@ -499,14 +511,18 @@ static void pass_main(void)
     CHECK(team_of(0) == 3 && s->requested == 4); /* the ICV's request */
     give(1);
     CHECK(team_of(0) == 1);
+    /* A num_threads clause names the team the program wants (it may have
+     * sized per-thread data by it: GROMACS): it runs, on the CPUs owned. */
+    CHECK(team_clause(3) == 3 && s->requested == 3 && s->last_team == 3);
+    CHECK(team_of(0) == 1);
 
     /* 3a. A region right after omp_get_max_threads() runs the team it
      * promised: LULESH sizes per-thread arrays by it and reads every entry
      * after the region (it computed a wrong time step with a team of 1).
-     * Only that region, and only without a num_threads clause. */
+     * Only that region; one with a num_threads clause runs that clause. */
     CHECK(omp_get_max_threads() == 4 && team_of(0) == 4);
     CHECK(team_of(0) == 1);
-    CHECK(omp_get_max_threads() == 4 && team_of(2) == 1 && team_of(0) == 1);
+    CHECK(omp_get_max_threads() == 4 && team_clause(2) == 2 && team_of(0) == 1);
     CHECK(omp_get_max_threads_() == 4 && team_of(0) == 4);
     CHECK(team_of(0) == 1);
 
@@ -561,7 +577,7 @@ static void pass_main(void)
     CHECK(team_direct_static(0) == 2);
     CHECK(team_direct_static(1) == 1);
     CHECK(team_legacy(0) == 2);
-    CHECK(team_legacy(3) == 2);
+    CHECK(team_legacy(3) == 3); /* a num_threads clause keeps its team */
     give(1);
     CHECK(team_for_dynamic() == 1 && team_sections() == 1 && team_task_reduction() == 1);
     CHECK(team_direct_static(0) == 1 && team_legacy(0) == 1);
@@ -575,7 +591,7 @@ static void pass_main(void)
     CHECK(outer == 2 && inner == 3);
     give(1);
     nested(&outer, &inner, 3);
-    CHECK(outer == 1 && inner == 1);
+    CHECK(outer == 1 && inner == 3); /* managed, and its num_threads(3) kept */
     omp_set_max_active_levels(1);
 
     /* 6. The manager stops: the very next region runs cooperatively: at
@@ -708,6 +724,7 @@ static void pass_main(void)
     omp_set_dynamic_(&on);
     CHECK(omp_get_dynamic() == 1 && real_dynamic() == 0);
     CHECK(team_of(3) == 1);
+    CHECK(team_clause(3) == 1); /* chosen dynamic: a clause may shrink too */
 
     /* ... and when it falls back, the program's own choice is in force:
      * dynamic, so it cooperates; omp_set_dynamic(0) again gets exact sizes. */

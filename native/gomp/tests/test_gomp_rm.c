@@ -400,13 +400,20 @@ int main(int argc, char **argv)
      * the first region its request, the next one (short: a long quantum
      * for this step) the allocation */
     h->quantum_ms = 5000;
-    int team = 0, team1 = 0;
-#pragma omp parallel num_threads(4)
+    int team = 0, team1 = 0, team_clause = 0, icv0 = omp_get_max_threads();
+    omp_set_num_threads(4);
+#pragma omp parallel
     if (omp_get_thread_num() == 0)
         team1 = omp_get_num_threads();
-#pragma omp parallel num_threads(4)
+#pragma omp parallel
     if (omp_get_thread_num() == 0)
         team = omp_get_num_threads();
+    /* ... but a region whose num_threads clause names its team runs it
+     * (the program may have sized per-thread data by it: GROMACS) */
+#pragma omp parallel num_threads(4)
+    if (omp_get_thread_num() == 0)
+        team_clause = omp_get_num_threads();
+    omp_set_num_threads(icv0);
     /* 1a. a region right after omp_get_max_threads() runs the team that
      * call promised, not the allocation: LULESH sizes per-thread arrays by
      * it and reads every entry after the region; the next region follows
@@ -470,6 +477,7 @@ int main(int argc, char **argv)
     CHECK(omp_get_dynamic() == 1);
     CHECK(team1 == 4);
     CHECK(team == 2);
+    CHECK(team_clause == 4);
     CHECK(threadlab_gomp_active_vps() == 2);
 
     /* 1b. a long region at allocation 1 whose allocation grows */

@@ -120,7 +120,9 @@ def register(commands: Any, common: ArgumentParser) -> None:
         usage="threadlab omp run [-h] [--dir PATH] [--runtime shim|ult] [--pin] [--quiet] -- PROGRAM [ARGS ...]",
         description="Run PROGRAM (built with gcc, g++ or gfortran -fopenmp) under the manager. --runtime shim "
         "(the default): the shim preloaded over libgomp, OMP_DYNAMIC=true and a short spin before idle threads "
-        "sleep: every top-level parallel region gets min(its request, the manager's allocation) threads. "
+        "sleep: a top-level parallel region gets min(its request, the manager's allocation) threads, its threads "
+        "confined to the CPUs the manager gives; a region with a num_threads clause keeps that team unless "
+        "OMP_DYNAMIC=true was set (OMP_DYNAMIC=false: every region keeps its request). "
         "--runtime ult: libthreadlab-gomp in place of libgomp: OpenMP threads are user-level threads whose "
         "virtual processors follow the allocation inside regions too. With no manager running the program runs "
         "unmanaged (the shim: one notice on stderr) and joins a manager that starts later.",

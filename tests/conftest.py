@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pytest
 
@@ -118,13 +118,24 @@ def threadlab_process(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
     )
 
 
-def threadlab_run(db: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def threadlab_run(db: Path | None, *args: str, timeout: float = 300, env: Mapping[str, str] | None = None,
+                  input: str | None = None) -> subprocess.CompletedProcess[str]:
     """threadlab as its own process, run to its end, on the build's programs
-    (REAL_NATIVE_DIR) and storing into db."""
-    env = {**os.environ, "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR), "PYTHONPATH": str(REPO / "python"),
-           "THREADLAB_DB": str(db)}
-    return subprocess.run([sys.executable, "-m", "threadlab", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, check=False)
+    (REAL_NATIVE_DIR) and storing into db: the one way the tests start
+    `python -m threadlab` and wait for it (threadlab_process is for signals).
+
+    db: the store (THREADLAB_DB); None for the commands that keep no
+    records (`omp run`, `spawn run`), which then see the test's own
+    (`isolated` above).
+    env: variables set on top of that, for the tests whose point is one:
+    another build's programs (THREADLAB_NATIVE_DIR of the sanitizer builds,
+    or of a build missing a library), UBSAN_OPTIONS, a private TMPDIR whose
+    processes a test finds, PYTHONPROFILEIMPORTTIME, a launcher's setting.
+    input: standard input, for `import -`."""
+    environ = {**os.environ, "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR), "PYTHONPATH": str(REPO / "python"),
+               **({} if db is None else {"THREADLAB_DB": str(db)}), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "threadlab", *args], capture_output=True, text=True, env=environ,
+                          input=input, timeout=timeout, check=False)
 
 
 def stored_records(db: Path) -> list[dict[str, Any]]:

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from conftest import REAL_NATIVE_DIR, REPO
+from conftest import REAL_NATIVE_DIR, threadlab_run
 
 RunCli = Callable[..., tuple[int, str, str]]
 PROGRAM = REAL_NATIVE_DIR / "threadlab-bench-posix"
@@ -20,12 +18,9 @@ PROGRAM = REAL_NATIVE_DIR / "threadlab-bench-posix"
 
 @pytest.mark.skipif(not os.access(PROGRAM, os.X_OK), reason=f"no native build at {PROGRAM} (run `make` first)")
 def test_bench_compare_export_import_report(db_path: Path, tmp_path: Path, run_cli: RunCli) -> None:
-    env = {**os.environ, "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR), "PYTHONPATH": str(REPO / "python")}
-    done = subprocess.run(
-        [sys.executable, "-m", "threadlab", "bench", "--quick", "--quiet", "--name", "pp", "--filter",
-         "pthread.mutex.pingpong,pthread.sem.pingpong", "--placement", "same-cpu,different-cpus"],
-        capture_output=True, text=True, env=env, timeout=240, check=False,
-    )
+    done = threadlab_run(db_path, "bench", "--quick", "--quiet", "--name", "pp", "--filter",
+                         "pthread.mutex.pingpong,pthread.sem.pingpong", "--placement", "same-cpu,different-cpus",
+                         timeout=240)
     assert done.returncode == 0, done.stderr
     code, out, err = run_cli("compare", "pp", "--between", "placement=same-cpu,different-cpus", "--json")
     assert code == 0, err

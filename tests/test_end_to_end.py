@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from conftest import REAL_NATIVE_DIR, REPO, stored_records
+from conftest import REAL_NATIVE_DIR, stored_records, threadlab_run
 from threadlab.records import schema
 
 RunCli = Callable[..., tuple[int, str, str]]
@@ -24,15 +22,9 @@ needs_build = pytest.mark.skipif(
 )
 
 
-def _bench(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR), "PYTHONPATH": str(REPO / "python")}
-    return subprocess.run([sys.executable, "-m", "threadlab", "bench", *args],
-                          capture_output=True, text=True, env=env, timeout=timeout, check=False)
-
-
 @needs_build
 def test_quick_run_of_the_real_empty_benchmark(db_path: Path, run_cli: RunCli) -> None:
-    done = _bench("--quick", "--filter", "pthread.empty", "--name", "e2e", timeout=120)
+    done = threadlab_run(db_path, "bench", "--quick", "--filter", "pthread.empty", "--name", "e2e", timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Results of run 1 (e2e)" in done.stdout
     assert re.search(r"pthread\.empty\s+\d[\d.]* (ns|µs) ±\d", done.stdout), done.stdout
@@ -70,10 +62,8 @@ def test_whole_quick_suite_measures_every_benchmark(kind: str, directory: str, d
     """Every benchmark of the build, quick: records valid, none failed.  Under
     the sanitizers a report makes the program exit non-zero, which the runner
     records as a failed point naming the report's first line."""
-    env = {**os.environ, "THREADLAB_NATIVE_DIR": directory, "PYTHONPATH": str(REPO / "python"),
-           "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
-    done = subprocess.run([sys.executable, "-m", "threadlab", "bench", "--quick", "--quiet", "--timeout", "120"],
-                          capture_output=True, text=True, env=env, timeout=280, check=False)
+    done = threadlab_run(db_path, "bench", "--quick", "--quiet", "--timeout", "120", timeout=280,
+                         env={"THREADLAB_NATIVE_DIR": directory, "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"})
     records = stored_records(db_path)
     assert records, done.stderr
     assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []

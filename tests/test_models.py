@@ -10,13 +10,12 @@ import math
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import REAL_NATIVE_DIR, REPO, run_native_point, stored_records
+from conftest import REAL_NATIVE_DIR, run_native_point, stored_records, threadlab_run
 from threadlab.records import schema
 
 MODELS = ("pthread", "process", "ult", "boost-fiber")
@@ -254,11 +253,9 @@ def test_whole_quick_models_suite(kind: str, directory: str, db_path: Path) -> N
     non-zero, which the runner records as a failed point.  Two timings a
     point and no warm-up: every timing runs every check, and the process
     model's 10,000 forks a timing made this test a minute long."""
-    env = {**os.environ, "THREADLAB_NATIVE_DIR": directory, "PYTHONPATH": str(REPO / "python"),
-           "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
-    done = subprocess.run([sys.executable, "-m", "threadlab", "bench", "--suite", "models", "--quick", "--quiet",
-                           "--min-timings", "2", "--warmup", "0", "--timeout", "120"],
-                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    done = threadlab_run(db_path, "bench", "--suite", "models", "--quick", "--quiet", "--min-timings", "2", "--warmup",
+                         "0", "--timeout", "120", timeout=600,
+                         env={"THREADLAB_NATIVE_DIR": directory, "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"})
     records = stored_records(db_path)
     assert records, done.stderr
     assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []

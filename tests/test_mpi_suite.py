@@ -13,13 +13,12 @@ import os
 import shlex
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import REAL_NATIVE_DIR, REPO, stored_records
+from conftest import REAL_NATIVE_DIR, stored_records, threadlab_run
 from threadlab.native import launcher
 from threadlab.native import protocol as native
 from threadlab.analysis.points import failed_checks
@@ -42,10 +41,7 @@ def _launcher(program: Path, ranks: int = 2) -> str:
 
 
 def _bench(db: Path, *args: str, native_dir: Path = REAL_NATIVE_DIR) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "THREADLAB_NATIVE_DIR": str(native_dir), "PYTHONPATH": str(REPO / "python"),
-           "THREADLAB_DB": str(db)}
-    return subprocess.run([sys.executable, "-m", "threadlab", "bench", "--quiet", *args],
-                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    return threadlab_run(db, "bench", "--quiet", *args, env={"THREADLAB_NATIVE_DIR": str(native_dir)}, timeout=600)
 
 
 def _sweep(tmp_path: Path, *args: str, native_dir: Path = REAL_NATIVE_DIR) -> tuple[subprocess.CompletedProcess[str], Path]:
@@ -113,9 +109,9 @@ def test_show_names_the_hosts(tmp_path: Path) -> None:
     done, db = _sweep(tmp_path, "--suite", "mpi", "--quick", "--filter", "mpi.barrier", "--placement", "unbound",
                       "--launcher", _launcher(PROGRAM))
     assert done.returncode == 0, done.stderr
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "THREADLAB_DB": str(db)}
-    shown = subprocess.run([sys.executable, "-m", "threadlab", "show", "latest"], capture_output=True, text=True,
-                           env=env, timeout=60, check=True).stdout
+    show = threadlab_run(db, "show", "latest", timeout=60)
+    assert show.returncode == 0, show.stderr
+    shown = show.stdout
     host = _run_environment(db)["mpi"]["hosts"][0]["host"]
     assert "2 ranks on 1 host(s)" in shown and f"host {host}" in shown and "ranks 0-1" in shown
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REAL_NATIVE_DIR, REPO, stored_records, wait_for_records
+from conftest import REAL_NATIVE_DIR, REPO, stored_records, threadlab_run, wait_for_records
 from threadlab.records import schema
 from threadlab.errors import ThreadlabError, UserError
 from threadlab.native import rm
@@ -517,13 +517,6 @@ def test_cg_small_reference_recomputed_with_numpy() -> None:
 # ------------------------------------------------------------ end to end
 
 
-def _study(db: Path, *args: str, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "threadlab", "--db", str(db), "study", "multiprog", *args],
-                          capture_output=True, text=True, timeout=timeout, check=False,
-                          env={**(env or os.environ), "PYTHONPATH": str(REPO / "python"),
-                               "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR)})
-
-
 def _processes_with(marker: str) -> list[str]:
     """Live processes whose environment holds marker (our children and the
     managers they started)."""
@@ -544,8 +537,8 @@ def test_quick_study_end_to_end_with_show_and_report(db_path: Path, tmp_path: Pa
                                                      real_native: Path) -> None:
     private_tmp = tmp_path / "tmp"
     private_tmp.mkdir()
-    done = _study(db_path, "--quick", "--runs", "1", "--name", "mp", "--seed", "3",
-                  env={**os.environ, "TMPDIR": str(private_tmp)})
+    done = threadlab_run(db_path, "study", "multiprog", "--quick", "--runs", "1", "--name", "mp", "--seed", "3",
+                         timeout=240, env={"TMPDIR": str(private_tmp)})
     assert done.returncode == 0, done.stderr[-3000:]
     assert _processes_with(f"TMPDIR={private_tmp}") == []  # every instance and manager is gone
     assert list(private_tmp.iterdir()) == []  # the private managers' directories are removed

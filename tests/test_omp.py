@@ -12,14 +12,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import REAL_NATIVE_DIR, REPO
+from conftest import REAL_NATIVE_DIR, threadlab_run
 from rmtools import NCPUS, PROBE, SHIM, Lab, Program, lab, native_env, needs_native, poll, thread_cpus  # noqa: F401
 from threadlab.native import rm
 
@@ -331,10 +330,9 @@ def test_the_launcher_keeps_the_users_wait_policy(native_env: None, tmp_path: Pa
 def test_omp_run_starts_without_the_front_end(native_env: None, tmp_path: Path) -> None:
     # `threadlab omp run` must not pay for threadlab.cli's imports (numpy,
     # scipy, rich, the store): the program starts from the entry point.
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "threadlab", "omp", "run", "--dir",
-                           str(tmp_path / "rm"), "--quiet", "--", "sh", "-c", "echo ran; exit 3"],
-                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    # PYTHONPROFILEIMPORTTIME=1 is -X importtime.
+    done = threadlab_run(None, "omp", "run", "--dir", str(tmp_path / "rm"), "--quiet", "--", "sh", "-c",
+                         "echo ran; exit 3", timeout=60, env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert done.returncode == 3 and done.stdout == "ran\n"
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "threadlab.native.rm" in imported
@@ -427,11 +425,8 @@ def test_the_launchers_ult_environment(native_env: None, tmp_path: Path) -> None
 
 @needs_native
 def test_omp_run_runtime_errors(native_env: None, tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-
     def threadlab(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "threadlab", "omp", "run", *args], capture_output=True,
-                              text=True, timeout=60, env={**env, **extra}, check=False)
+        return threadlab_run(None, "omp", "run", *args, timeout=60, env=extra)
 
     done = threadlab("--runtime", "fibers", "--", "true")
     assert done.returncode == 2 and "--runtime fibers: unknown runtime; expected shim" in done.stderr

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import REAL_NATIVE_DIR, REPO, stored_records
+from conftest import REAL_NATIVE_DIR, stored_records, threadlab_run
 from threadlab.records import schema
 
 RUNTIMES = {"gomp": "libgomp", "llvmomp": "libomp", "shim": "libthreadlab-omp", "ult": "libthreadlab-gomp"}
@@ -26,10 +25,8 @@ ASAN_DIR = Path(os.environ.get("THREADLAB_ASAN_DIR") or "/nonexistent")
 
 def _bench(tmp_path: Path, *args: str, native_dir: Path = REAL_NATIVE_DIR) -> tuple[int, str, list[dict[str, Any]]]:
     db = tmp_path / "omp.db"
-    env = {**os.environ, "THREADLAB_NATIVE_DIR": str(native_dir), "PYTHONPATH": str(REPO / "python"),
-           "THREADLAB_DB": str(db)}
-    done = subprocess.run([sys.executable, "-m", "threadlab", "bench", "--suite", "omp", "--quick", "--quiet",
-                           "--timeout", "60", *args], capture_output=True, text=True, env=env, timeout=600, check=False)
+    done = threadlab_run(db, "bench", "--suite", "omp", "--quick", "--quiet", "--timeout", "60", *args,
+                         env={"THREADLAB_NATIVE_DIR": str(native_dir)}, timeout=600)
     return done.returncode, done.stderr, stored_records(db) if db.exists() else []
 
 

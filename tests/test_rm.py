@@ -17,7 +17,7 @@ from typing import Callable
 
 import pytest
 
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, threadlab_run
 from rmtools import NCPUS, RM, Lab, lab, native_env, needs_native, poll  # noqa: F401 - fixtures
 from threadlab.native import discovery, rm
 from threadlab.errors import ThreadlabError, UserError
@@ -459,9 +459,7 @@ def test_a_directory_others_may_enter_is_refused_not_reported_empty(action: list
 def test_omp_run_says_why_a_directory_is_refused(native_env: None, tmp_path: Path) -> None:
     where = tmp_path / "open"
     where.mkdir(mode=0o755)
-    done = subprocess.run([sys.executable, "-m", "threadlab", "omp", "run", "--dir", str(where), "--", "true"],
-                          capture_output=True, text=True, timeout=60, check=False,
-                          env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+    done = threadlab_run(None, "omp", "run", "--dir", str(where), "--", "true", timeout=60)
     assert done.returncode == 0, done.stderr  # the program still runs, unmanaged
     assert f"refusing the directory {where}: its mode is 0755" in done.stderr
     assert "the program runs unmanaged" in done.stderr and "Traceback" not in done.stderr

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REAL_NATIVE_DIR, stored_records
+from conftest import REAL_NATIVE_DIR, stored_records, threadlab_run
 from threadlab.analysis.points import failed_checks
 from threadlab.records import schema
 from threadlab.errors import UserError
@@ -101,14 +101,8 @@ def test_spawn_run_refuses_an_unknown_limit_count(run_cli: Any) -> None:
 def test_spawn_run_runs_a_program_with_threads(real_native: Path, tmp_path: Path) -> None:
     """The CilkSort program through `threadlab spawn run`: its tasks are
     threads, its record says so and verifies."""
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-m", "threadlab", "spawn", "run", "--max-threads", "100", "--timeout", "120", "--",
-         str(CILKSORT), "--run", "spawn.cilksort", "--param", "n=20000", "--param", "max_threads=100"],
-        capture_output=True, text=True, timeout=180, check=False, env={**os.environ},
-    )
+    done = threadlab_run(None, "spawn", "run", "--max-threads", "100", "--timeout", "120", "--", str(CILKSORT),
+                         "--run", "spawn.cilksort", "--param", "n=20000", "--param", "max_threads=100", timeout=180)
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout.strip().splitlines()[-1])
     assert schema.record_problems(record) == []
@@ -124,29 +118,19 @@ def test_spawn_run_leaves_the_process_its_cpus(real_native: Path) -> None:
     binding (one core per process for a job of 1 or 2) every thread task
     shared one CPU and auto meant 1.  The auto limit is the CPUs the
     process may use, read inside it: all of ours."""
-    import subprocess
-    import sys
-
     program = REAL_NATIVE_DIR / "test_spawn_semantics"
     if not os.access(program, os.X_OK):
         pytest.skip(f"{program} is not built")
-    done = subprocess.run(
-        [sys.executable, "-m", "threadlab", "spawn", "run", "--max-threads", "auto", "--timeout", "60", "--",
-         str(program), "lend"],
-        capture_output=True, text=True, timeout=90, check=False, env={**os.environ},
-    )
+    done = threadlab_run(None, "spawn", "run", "--max-threads", "auto", "--timeout", "60", "--", str(program), "lend",
+                         timeout=90)
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("lend:"))
     limit = int(line.split("(limit ")[1].split()[0])
     assert limit == len(os.sched_getaffinity(0)), line
     assert "CPUs online (its launcher bound it)" not in done.stderr
     # A binding the caller asks for is kept, and the library says what it costs.
-    bound = subprocess.run(
-        [sys.executable, "-m", "threadlab", "spawn", "run", "--max-threads", "auto", "--timeout", "60", "--",
-         str(program), "lend"],
-        capture_output=True, text=True, timeout=90, check=False,
-        env={**os.environ, "OMPI_MCA_hwloc_base_binding_policy": "core"},
-    )
+    bound = threadlab_run(None, "spawn", "run", "--max-threads", "auto", "--timeout", "60", "--", str(program), "lend",
+                          timeout=90, env={"OMPI_MCA_hwloc_base_binding_policy": "core"})
     assert bound.returncode == 0, bound.stderr
     assert "(limit 1 counts runnable)" in bound.stdout, bound.stdout
     assert f"may use 1 of the {os.cpu_count()} CPUs online (its launcher bound it)" in bound.stderr, bound.stderr
@@ -166,18 +150,13 @@ def _hung(record: dict[str, Any]) -> bool:
 def test_spawn_suite_measures_threads_and_processes(real_native: Path, db_path: Path) -> None:
     """One quick run: the thread and process kind of every benchmark, every
     check passed, the kinds really what they claim."""
-    import subprocess
-    import sys
-
     # A small share of Open MPI's process starts hang in PMIx_Init here: the
     # library ends such a spawn with its reason (status 124), and the point
     # fails. A sweep that lost a point so is run once more, as the mpi
     # suite's tests do (a hang twice in a row fails the test).
     for attempt in (1, 2):
         db = db_path.with_name(f"spawn-suite-{attempt}.db")
-        done = subprocess.run([sys.executable, "-m", "threadlab", "--db", str(db), "bench", "--suite", "spawn",
-                               "--quick", "--quiet", "--timeout", "120"], capture_output=True, text=True, timeout=400,
-                              check=False, env={**os.environ})
+        done = threadlab_run(db, "bench", "--suite", "spawn", "--quick", "--quiet", "--timeout", "120", timeout=400)
         records = stored_records(db) if db.exists() else []
         if not any(_hung(r) for r in records):
             break

@@ -11,14 +11,13 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import REAL_NATIVE_DIR, REPO, stored_records
+from conftest import REAL_NATIVE_DIR, stored_records, threadlab_run
 from threadlab.records import schema
 from threadlab.run.progress import JobProgress
 from threadlab.study import apps, tables
@@ -227,18 +226,11 @@ def test_usage_errors() -> None:
         assert code == 2 and data is None and words in err, (args, err)
 
 
-def _study(db: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "THREADLAB_NATIVE_DIR": str(REAL_NATIVE_DIR), "PYTHONPATH": str(REPO / "python"),
-           "THREADLAB_DB": str(db)}
-    return subprocess.run([sys.executable, "-m", "threadlab", "study", "apps", *args], capture_output=True,
-                          text=True, env=env, timeout=timeout, check=False)
-
-
 @needs_build
 @pytest.mark.heavy
 def test_quick_study_end_to_end(db_path: Path) -> None:
     """`threadlab study apps --quick`, the whole default design, for real."""
-    done = _study(db_path, "--quick", "--name", "quick", timeout=300)
+    done = threadlab_run(db_path, "study", "apps", "--quick", "--name", "quick", timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     records = stored_records(db_path)
     assert [schema.record_problems(r) for r in records if schema.record_problems(r)] == []
@@ -269,8 +261,8 @@ def test_omp_ult_runs_the_gomp_program_on_libthreadlab_gomp(db_path: Path) -> No
     """The gomp program unmodified, its runs with libthreadlab-gomp
     preloaded: every result verified, and every record names the library
     as the runtime that ran (libgomp for gomp)."""
-    done = _study(db_path, "--quick", "--runs", "2", "--kernels", "pi,mips", "--factors", "platform",
-                  "--platform", "gomp,omp-ult", "--threads", "1,2", "--name", "omp-ult", timeout=120)
+    done = threadlab_run(db_path, "study", "apps", "--quick", "--runs", "2", "--kernels", "pi,mips", "--factors",
+                         "platform", "--platform", "gomp,omp-ult", "--threads", "1,2", "--name", "omp-ult", timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     times = [r for r in stored_records(db_path) if r["metric"] == "time"]
     assert {r["model"] for r in times} == {"gomp", "omp-ult"} and len(times) == 2 * 2 * 2
@@ -320,9 +312,9 @@ def test_omp_ult_fails_when_the_preload_takes_no_effect(tmp_path: Path) -> None:
 
 @needs_build
 def test_small_study_and_show(db_path: Path, run_cli: Any) -> None:
-    done = _study(db_path, "--quick", "--runs", "3", "--kernels", "mips,pi", "--factors", "platform,priority",
-                  "--platform", "pthread,gomp", "--priority", "normal,nice-20", "--name", "small", "--seed", "9",
-                  timeout=120)
+    done = threadlab_run(db_path, "study", "apps", "--quick", "--runs", "3", "--kernels", "mips,pi", "--factors",
+                         "platform,priority", "--platform", "pthread,gomp", "--priority", "normal,nice-20", "--name",
+                         "small", "--seed", "9", timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     records = stored_records(db_path)
     assert {(r["model"], r["params"]["priority"]) for r in records} == {("pthread", "normal"), ("gomp", "normal"),

@@ -6,16 +6,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from conftest import REPO, make_record
+from conftest import make_record, threadlab_run
 from synthetic import derived, pingpong_run, store_run
 from threadlab.records.store import Store
 
@@ -100,9 +97,7 @@ def test_bare_records_are_imported_with_synthesized_metadata(tmp_path: Path, db_
 
 
 def test_stdin_is_accepted(exported: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "THREADLAB_DB": str(tmp_path / "stdin.db")}
-    done = subprocess.run([sys.executable, "-m", "threadlab", "import", "-"], input=exported.read_text(),
-                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    done = threadlab_run(tmp_path / "stdin.db", "import", "-", input=exported.read_text(), timeout=60)
     assert done.returncode == 0, done.stderr
     assert "from <stdin>" in done.stdout
 

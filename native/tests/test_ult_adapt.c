@@ -405,6 +405,22 @@ static void *lone_spinner(void *p)
     return NULL;
 }
 
+/* Whether the ticker's period (tl_ult_stats.slice_ns) becomes `ns`
+ * within 2 s: it is set at the ticker's next look. */
+static int slice_becomes(uint64_t ns)
+{
+    tl_ult_stats st;
+    for (int i = 0; i < 200; i++) {
+        tl_ult_get_stats(&st);
+        if (st.slice_ns == ns)
+            return 1;
+        tl_ult_sleep_ns(10000000);
+    }
+    fprintf(stderr, "ult.adapt: the ticker's period is %llu ns, not %llu\n", (unsigned long long)st.slice_ns,
+            (unsigned long long)ns);
+    return 0;
+}
+
 static void test_preempt(void)
 {
     tl_ult_stats before, after;
@@ -444,6 +460,21 @@ static void test_preempt(void)
     CHECK(tl_ult_join(t[0], NULL) == 0);
     tl_ult_get_stats(&after);
     CHECK(after.preemptions == before.preemptions);
+
+    /* Peers that outnumber the VPs that run get slices of a fifth of the
+     * period, whether the other VPs are stopped or not: a team of 2 on the
+     * one VP of an allocation of 1 (3 VPs here) handed off once every two
+     * 10 ms looks (velvet's velveth_de, 5x its time on the shim). */
+    tl_ult_config cfg;
+    tl_ult_config_init(&cfg);
+    uint64_t period = (uint64_t)cfg.preempt_ms * 1000000u;
+    if (period) {
+        CHECK(slice_becomes(period));
+        tl_ult_peers_add(2);
+        CHECK(slice_becomes(period / 5));
+        tl_ult_peers_add(-2);
+        CHECK(slice_becomes(period));
+    }
 
     /* A VP told to stop while its thread spins lets it go to an active one. */
     CHECK(tl_ult_set_active_vps(3) == 0);

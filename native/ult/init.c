@@ -380,4 +380,5 @@ void tl_ult_get_stats(tl_ult_stats *st)
     st->guard_fallbacks = atomic_load_explicit(&tlu_rt.guard_fallbacks, RLX);
     st->preemptions = tlu_preempt_count();
     st->vp_loans = tlu_preempt_loans();
+    st->slice_ns = tlu_preempt_slice_ns();
 }

@@ -449,6 +449,7 @@ int tlu_vp_lend(int delta);
 void tlu_preempt_finalize(void);
 uint64_t tlu_preempt_count(void);
 uint64_t tlu_preempt_loans(void);
+uint64_t tlu_preempt_slice_ns(void);
 /* 1 when the handler would yield a thread interrupted at `pc`: time slices
  * are on and pc is the program's own code, not this runtime's (tests). */
 int tlu_preempt_pc_is_program(uintptr_t pc);

@@ -14,8 +14,9 @@
  * the VPs every tl_ult_config.preempt_ms while a VP is stopped (and for
  * three ticks after each change of the active count; otherwise it sleeps
  * until the next one). The same holds while peers (tl_ult_peers_add:
- * OpenMP team threads) outnumber the VPs: threads that spin for each
- * other in the program's code need time slices to progress at all. A VP that runs the same thread
+ * OpenMP team threads) outnumber the VPs that run: threads that spin for
+ * each other in the program's code need time slices to progress at all,
+ * short ones (a fifth of the period) to progress at the kernel's pace. A VP that runs the same thread
  * as a tick ago, with no scheduling decision since, and that must stop or
  * holds other threads that could run, gets SIGURG (a signal that is
  * ignored by default and that few programs use; Go's runtime preempts
@@ -70,6 +71,7 @@ static struct {
     _Atomic uint64_t preemptions;
     _Atomic uint64_t loans;      /* VPs lent (tlu_vp_lend) */
     _Atomic int peers;           /* tl_ult_peers_add */
+    _Atomic uint64_t slice_ns;   /* the ticker's period now, 0 while it sleeps (tl_ult_stats) */
     struct tick_seen {
         tlu_thread *current;
         uint32_t tick;
@@ -337,15 +339,22 @@ static void *ticker_main(void *arg)
          * wake-ups while it runs unmanaged). */
         /* (allotted, not active: a VP lent is taken back on a look) */
         int every_allotted = atomic_load_explicit(&tlu_rt.allotted, ACQ) >= tlu_rt.nvps;
-        int crowded = atomic_load_explicit(&pre.peers, RLX) > (int)tlu_rt.nvps;
-        /* Crowded with every VP active: peers hand work to each other,
-         * and each hand-off waits for a slice's end; slices of a fifth
-         * (2 ms by default, about the kernel's for a few threads per CPU)
-         * keep a pipeline of spinning threads near libgomp's pace (NAS
-         * LU class S, 4 threads on 2 CPUs, the machine loaded: 140 s with
-         * 10 ms slices, 34-36 s with 2 ms, libgomp 27-32 s). */
-        uint64_t wait_ns = every_allotted && crowded ? (period_ns / 5 ? period_ns / 5 : 1) : period_ns;
-        tlu_futex_wait(&pre.seq, seq, every_allotted && !crowded && !grace ? 0 : wait_ns);
+        /* Peers outnumber the VPs that run (every VP, or the allocation
+         * with its loans): peers hand work to each other, and each
+         * hand-off waits for a slice's end; slices of a fifth (2 ms by
+         * default, about the kernel's for a few threads per CPU) keep a
+         * pipeline of spinning threads near libgomp's pace (NAS LU class
+         * S, 4 threads on 2 CPUs, the machine loaded: 140 s with 10 ms
+         * slices, 34-36 s with 2 ms, libgomp 27-32 s). Counted against
+         * the VPs that run, not all of them: a team of 2 on the one VP of
+         * an allocation of 1 took 20 ms per hand-off at 10 ms ticks
+         * (velvet's velveth_de, 5x its time on the shim). */
+        int crowded = atomic_load_explicit(&pre.peers, RLX) > (int)atomic_load_explicit(&tlu_rt.active, RLX);
+        uint64_t wait_ns = crowded ? (period_ns / 5 ? period_ns / 5 : 1) : period_ns;
+        if (every_allotted && !crowded && !grace)
+            wait_ns = 0; /* until the next change */
+        atomic_store_explicit(&pre.slice_ns, wait_ns, RLX);
+        tlu_futex_wait(&pre.seq, seq, wait_ns);
         if (atomic_load_explicit(&pre.quit, ACQ))
             break;
         if (atomic_load_explicit(&pre.seq, ACQ) != seq) {
@@ -477,4 +486,9 @@ uint64_t tlu_preempt_count(void)
 uint64_t tlu_preempt_loans(void)
 {
     return atomic_load_explicit(&pre.loans, RLX);
+}
+
+uint64_t tlu_preempt_slice_ns(void)
+{
+    return atomic_load_explicit(&pre.slice_ns, RLX);
 }

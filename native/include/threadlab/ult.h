@@ -213,6 +213,8 @@ typedef struct tl_ult_stats {
     uint64_t preemptions;     /* threads made to yield by a time slice's end */
     uint64_t vp_loans;        /* VPs lent beyond the active count set, while a thread that could not be
                                * made to yield held others back (docs/ult.md, "Preemption") */
+    uint64_t slice_ns;        /* the preemption ticker's period now: preempt_ms, a fifth of it while peers
+                               * outnumber the VPs that run, 0 while it sleeps or never started */
 } tl_ult_stats;
 
 /* Snapshot of the counters (racy while ULTs run; exact when quiescent). */

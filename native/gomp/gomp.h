@@ -672,7 +672,8 @@ int tlg_rm_managed(void);
 void tlg_rm_follow(void);
 /* The effective dyn-var (true by default while managed or cooperative). */
 int tlg_dyn(const tlg_icv *icv);
-int tlg_dyn_defaulted(const tlg_icv *icv);
+/* dyn-var as the program or the user set it, -1 when neither did. */
+int tlg_dyn_chosen(const tlg_icv *icv);
 
 /* ---- messages (error.c) --------------------------------------------------------- */
 

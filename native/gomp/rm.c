@@ -344,20 +344,21 @@ int tlg_safe_point(void)
     return tl_ult_safe_point();
 }
 
-/* Whether dyn-var is the runtime's default: neither the program
- * (omp_set_dynamic) nor the user (OMP_DYNAMIC) set it. */
-int tlg_dyn_defaulted(const tlg_icv *icv)
+/* dyn-var as the program (omp_set_dynamic) or the user (OMP_DYNAMIC) set
+ * it, -1 when neither did. */
+int tlg_dyn_chosen(const tlg_icv *icv)
 {
-    return !icv->dyn_set && !tlg_env_v.dyn_explicit;
+    return icv->dyn_set || tlg_env_v.dyn_explicit ? icv->dyn : -1;
 }
 
 /* The effective dyn-var: managed or cooperative, it defaults to true
  * unless set. */
 int tlg_dyn(const tlg_icv *icv)
 {
-    if (!tlg_dyn_defaulted(icv))
-        return icv->dyn;
-    return icv->dyn || tlg_rm_managed() || tl_rm_coop_begun(&coop);
+    int chosen = tlg_dyn_chosen(icv);
+    if (chosen >= 0)
+        return chosen;
+    return tlg_rm_managed() || tl_rm_coop_begun(&coop);
 }
 
 __attribute__((destructor)) static void rm_fini(void)

@@ -35,6 +35,7 @@
  */
 #define _GNU_SOURCE
 #include "gomp.h"
+#include "threadlab/rm_client.h"
 
 #include <errno.h>
 #include <omp.h>
@@ -420,13 +421,11 @@ unsigned tlg_resolve_threads(unsigned specified, unsigned count)
      * entries no thread wrote. */
     if (promised && !specified && promised == n)
         dyn = 0; /* (a promise the ICV no longer matches is forgotten) */
-    /* Nor does a num_threads clause get fewer threads by the managed
-     * default (dyn-var neither set by the program nor OMP_DYNAMIC): the
-     * program chose that team, may have sized per-thread data by it and
-     * read every entry after the region (GROMACS's domain decomposition
-     * crashed on a smaller one); its threads beyond the allocation are
-     * ULTs on the VPs the allocation allows. */
-    if (specified && tlg_dyn_defaulted(icv))
+    /* Nor, unless the program or the user chose dyn-var, does a region
+     * with a num_threads clause (the rule both runtimes share:
+     * tl_rm_region_may_shrink); its threads beyond the allocation are
+     * ULTs on the VPs it allows. */
+    if (!tl_rm_region_may_shrink(tlg_dyn_chosen(icv), specified))
         dyn = 0;
     if (dyn) {
         /* managed: the manager's bound (rm.c: it may exceed the active

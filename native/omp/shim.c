@@ -412,19 +412,12 @@ EXPORT void omp_set_dynamic_8_(const int64_t *set)
     omp_set_dynamic(*set != 0);
 }
 
-/* Whether a managed region that asks for `specified` threads (0: the ICV)
- * may get fewer.  The program's omp_set_dynamic() decides, else the
- * user's OMP_DYNAMIC; else threadlab's default shrinks only the regions
- * that name no size: a num_threads clause is the team the program wants,
- * and it may have sized per-thread data by it and read every entry after
- * the region (GROMACS's domain decomposition crashed on a smaller team). */
+/* Whether a region that asks for `specified` threads may get fewer: the
+ * program's omp_set_dynamic(), else the user's OMP_DYNAMIC, else the
+ * region names no size (tl_rm_region_may_shrink). */
 static int may_shrink(unsigned specified)
 {
-    if (g.dyn_user >= 0)
-        return g.dyn_user;
-    if (g.dyn_orig_set >= 0)
-        return g.dyn_orig_set;
-    return specified == 0;
+    return tl_rm_region_may_shrink(g.dyn_user >= 0 ? g.dyn_user : g.dyn_orig_set, specified);
 }
 
 /* ------------------------------------------------------ cooperative teams */

@@ -137,13 +137,14 @@ static int find_system(struct dl_phdr_info *info, size_t size, void *arg)
     int system = 0;
     for (const char *const *n = system_names; *n && !system; n++)
         system = strncmp(base, *n, strlen(*n)) == 0;
+    /* this runtime's own object, whatever its name (the program itself
+     * where it links the runtime statically: in_program_text comes first) */
+    const uintptr_t self = (uintptr_t)&find_system;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || pre.nsystem >= sizeof pre.system / sizeof pre.system[0])
             continue;
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        /* this runtime's own object, whatever its name */
-        uintptr_t self = (uintptr_t)&find_system;
         if (system || (self >= lo && self < hi)) {
             pre.system[pre.nsystem].lo = lo;
             pre.system[pre.nsystem].hi = hi;
@@ -216,7 +217,7 @@ static void on_sigurg(int sig, siginfo_t *si, void *ucv)
     uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
     tlu_thread *cur = vp->current;
     int program = in_program_text(pc);
-    int foreign = !program && !(pc >= pre.own_lo && pc < pre.own_hi) && !in_system(pc);
+    int foreign = !program && !in_system(pc); /* in_system: this runtime's code too */
     atomic_store_explicit(&pre.seen[vp->id].foreign, foreign, RLX);
     if (foreign && cur && !vp->in_slowpath && !tlu_vp_must_stop(vp) && tlu_idle_vps()) {
         /* Elsewhere the thread may not yield (libc or a library may hold

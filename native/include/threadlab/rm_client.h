@@ -203,6 +203,19 @@ static inline void tl_rm_client_ran(tl_rm_client *client, unsigned team, uint64_
     __atomic_store_n(&s->regions, __atomic_load_n(&s->regions, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 }
 
+/* Whether a region asking for `specified` threads (its num_threads
+ * clause; 0: none, nthreads-var) may get fewer, managed or cooperating.
+ * `chosen` is dyn-var as the program (omp_set_dynamic) or the user
+ * (OMP_DYNAMIC) set it, -1 when neither did: then only a region that
+ * names no size may shrink. A num_threads clause is the team the program
+ * wants; it may have sized per-thread data by it and read every entry
+ * after the region (GROMACS's domain decomposition crashed on a team of
+ * one). Both runtimes decide by this rule (docs/omp.md, "dyn-var"). */
+static inline int tl_rm_region_may_shrink(int chosen, unsigned specified)
+{
+    return chosen >= 0 ? chosen : specified == 0;
+}
+
 /* ---- cooperating without a manager (coop.c) ---------------------------- */
 
 /* A program that lost its manager (stopped, dead, hung) or was refused (a
